@@ -1,0 +1,31 @@
+# The two commands: `make test` (everything CI runs) and `make demo` (arrives with the node plugin).
+GPU_CACHE ?= $(HOME)/.cache/deckhouse-gpu
+export GPU_CACHE
+export CARGO_TARGET_DIR ?= $(GPU_CACHE)/cargo-target
+K8S ?= 1.34
+
+.PHONY: test demo control-plane cluster-up cluster-down fmt lint
+
+test:
+	tools/test/run.sh
+
+demo:
+	@echo "make demo arrives with the DRA node plugin (gpu-handler); today the test bed runs with 'make cluster-up'." >&2
+	@exit 1
+
+control-plane:
+	tools/testbed/build-control-plane.sh 1.34
+	tools/testbed/build-control-plane.sh latest
+
+cluster-up:
+	@tools/install/deps.sh
+	@tools/testbed/cluster-up.sh $(K8S)
+
+cluster-down:
+	@tools/testbed/cluster-down.sh
+
+fmt:
+	cd images/gpu-artifact && cargo fmt --all
+
+lint:
+	cd images/gpu-artifact && cargo fmt --all -- --check && cargo clippy --workspace --all-targets -- -D warnings

@@ -1,0 +1,13 @@
+//! What every binary of the gpu module needs and nothing more: structured JSON logging whose
+//! verbosity comes from `LOG_LEVEL`, `/healthz` + `/readyz` endpoints, and a shutdown signal that
+//! fires on SIGTERM/SIGINT so components can finish in-flight work before the Pod goes away.
+//!
+//! It must never hold business logic: a component wires these parts, it does not ask them to decide.
+
+mod health;
+mod logging;
+mod shutdown;
+
+pub use health::{HealthServer, Readiness};
+pub use logging::{LogLevel, LogLevelError, init_logging};
+pub use shutdown::{Shutdown, wait_for_termination};

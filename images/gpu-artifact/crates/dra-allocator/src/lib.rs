@@ -1,0 +1,1 @@
+//! The allocation engine: ResourceSlices, DeviceClasses and claims in, AllocationResults shaped as the kube-scheduler writes them out, with best fit and the gpu module's safety invariants. Pure: no I/O.

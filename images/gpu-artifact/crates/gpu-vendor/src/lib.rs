@@ -1,0 +1,1 @@
+//! The vendor port: what the gpu module needs from a GPU vendor's management library (inventory, capabilities, MIG profiles and placements, instance lifecycle, processes, health events), as plain types and a trait. NVIDIA implements it today; AMD and Intel fit later without touching the domain.

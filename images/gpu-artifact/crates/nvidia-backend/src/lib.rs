@@ -1,0 +1,1 @@
+//! The NVIDIA implementation of the vendor port over NVML (nvml-wrapper, with nvml-wrapper-sys where the wrapper falls short). NVML is loaded at run time; without it every call reports NvmlUnavailable instead of crashing.

@@ -1,0 +1,123 @@
+//! Object builders shared by the test bed's DRA proofs. Written as JSON so each test reads like the
+//! manifest a user would apply.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+use kube::Api;
+use kube::api::{ListParams, PostParams};
+use serde_json::{Value, json};
+use testbed::{Progress, TestNamespace, wait_until};
+
+pub const DRIVER: &str = "gpu.deckhouse.io";
+
+pub fn device(name: &str, device_type: &str, consumes: Option<(&str, &str)>) -> Value {
+    let mut device = json!({
+        "name": name,
+        "attributes": {
+            "gpu.deckhouse.io/deviceType": {"string": device_type},
+            "gpu.deckhouse.io/pciAddress": {"string": "0000:01:00.0"},
+        },
+        "capacity": {"gpu.deckhouse.io/memory": {"value": "24Gi"}},
+    });
+    if let Some((set, memory)) = consumes {
+        device["consumesCounters"] = json!([{"counterSet": set, "counters": {"memory": {"value": memory}}}]);
+    }
+    device
+}
+
+pub fn slice(ns: &TestNamespace, name: &str, node: &str, count: i64, body: Value) -> ResourceSlice {
+    let mut spec = json!({
+        "driver": DRIVER,
+        "nodeName": node,
+        "pool": {"name": format!("gpus/{node}"), "generation": 1, "resourceSliceCount": count},
+    });
+    spec.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
+    serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": ns.unique(name), "labels": ns.owner_labels()},
+        "spec": spec,
+    }))
+    .expect("a valid ResourceSlice")
+}
+
+pub fn device_class(ns: &TestNamespace, name: &str, expression: &str, extended_resource: Option<&str>) -> DeviceClass {
+    let mut spec = json!({"selectors": [{"cel": {"expression": expression}}]});
+    if let Some(resource) = extended_resource {
+        spec["extendedResourceName"] = json!(resource);
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": ns.unique(name), "labels": ns.owner_labels()},
+        "spec": spec,
+    }))
+    .expect("a valid DeviceClass")
+}
+
+/// A Pod pinned to `node` (tests share the cluster); `extra` is merged into its spec.
+pub fn pod(name: &str, node: &str, container_resources: Value, extra: Value) -> Pod {
+    let mut spec = json!({
+        "nodeSelector": {"kubernetes.io/hostname": node},
+        "containers": [{"name": "main", "image": "registry.invalid/testbed/pause:1", "resources": container_resources}],
+    });
+    spec.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}))
+        .expect("a valid Pod")
+}
+
+pub async fn create<K>(api: &Api<K>, object: &K) -> K
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    api.create(&PostParams::default(), object).await.expect("the API server accepts the object")
+}
+
+/// Waits until the scheduler binds `name`, returning the bound Pod.
+pub async fn bound_pod(ns: &TestNamespace, name: &str) -> Pod {
+    let pods = ns.api::<Pod>();
+    wait_until(&format!("pod {}/{name} to be bound", ns.name()), Duration::from_secs(60), || async {
+        let pod = pods.get(name).await?;
+        Ok(match pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            Some(_) => Progress::Done(pod),
+            None => Progress::Pending(scheduling_message(&pod)),
+        })
+    })
+    .await
+    .expect("the scheduler binds the pod")
+}
+
+/// The PodScheduled condition as `reason: message`, or a note that there is none yet.
+pub fn scheduling_message(pod: &Pod) -> String {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
+        .map(|c| format!("{}: {}", c.reason.clone().unwrap_or_default(), c.message.clone().unwrap_or_default()))
+        .unwrap_or_else(|| "no PodScheduled condition yet".into())
+}
+
+pub async fn claims(ns: &TestNamespace) -> Vec<ResourceClaim> {
+    ns.api::<ResourceClaim>().list(&ListParams::default()).await.expect("list claims").items
+}
+
+/// (pool, device) of every allocation result of `claim`.
+pub fn allocated_devices(claim: &ResourceClaim) -> Vec<(String, String)> {
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .and_then(|a| a.devices.as_ref())
+        .and_then(|d| d.results.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| {
+            assert_eq!(r.driver, DRIVER);
+            (r.pool, r.device)
+        })
+        .collect()
+}

@@ -1,0 +1,1 @@
+//! Fixture host trees (sysfs PCI devices, pci.ids, os-release, DMI) named for the hardware they describe, with hotplug helpers that add or remove a device and produce the uevent the kernel would send. Test-only.

@@ -1,0 +1,87 @@
+//! Attaching to (or starting) the test bed's control plane.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use anyhow::{Context, bail};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+/// The control plane of this test run.
+///
+/// Only the kubeconfig is process-wide: each `#[tokio::test]` has its own runtime, and a client's
+/// connection pool must live in the runtime that uses it, so every test builds its own [`Client`].
+#[derive(Clone)]
+pub struct TestCluster {
+    kubeconfig: PathBuf,
+    config: Config,
+}
+
+static KUBECONFIG: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+impl TestCluster {
+    /// The cluster named by `GPU_TESTBED_KUBECONFIG`, or one this process starts with
+    /// `tools/testbed/cluster-up.sh $K8S` (default 1.34) and that stops when the process exits.
+    pub async fn get() -> anyhow::Result<Self> {
+        let path = KUBECONFIG
+            .get_or_init(|| locate_or_start().map_err(|error| format!("{error:#}")))
+            .clone()
+            .map_err(anyhow::Error::msg)?;
+        let kubeconfig = Kubeconfig::read_from(&path).with_context(|| format!("reading {}", path.display()))?;
+        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        Ok(Self {
+            kubeconfig: path,
+            config,
+        })
+    }
+
+    /// A fresh admin client bound to the calling test's runtime.
+    pub fn client(&self) -> Client {
+        Client::try_from(self.config.clone()).expect("the test bed kubeconfig makes a client")
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The API server's minor version (34 for 1.34.x): what decides slice layouts and gate defaults.
+    pub async fn server_minor(&self) -> anyhow::Result<u32> {
+        let info = self.client().apiserver_version().await?;
+        let minor: String = info.minor.chars().take_while(char::is_ascii_digit).collect();
+        minor
+            .parse()
+            .with_context(|| format!("server minor version {:?}", info.minor))
+    }
+}
+
+fn locate_or_start() -> anyhow::Result<PathBuf> {
+    if let Ok(path) = std::env::var("GPU_TESTBED_KUBECONFIG") {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!("GPU_TESTBED_KUBECONFIG={} does not exist", path.display());
+        }
+        return Ok(path);
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../..");
+    let version = std::env::var("K8S").unwrap_or_else(|_| "1.34".to_owned());
+    let dir = repo.join(".testbed").join(format!("test-{}", std::process::id()));
+    let output = Command::new(repo.join("tools/testbed/cluster-up.sh"))
+        .arg(&version)
+        .env("TESTBED_DIR", &dir)
+        .env("TESTBED_OWNER_PID", std::process::id().to_string())
+        .output()
+        .context("running tools/testbed/cluster-up.sh")?;
+    if !output.status.success() {
+        bail!(
+            "cluster-up.sh {version} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let path = String::from_utf8(output.stdout)?.trim().to_owned();
+    Ok(PathBuf::from(path))
+}

@@ -1,0 +1,165 @@
+//! Clients that act as a ServiceAccount bound to exactly the RBAC rules a test gives, so tests see
+//! the 403s a component would see in a real cluster.
+
+use std::time::Duration;
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+use kube::api::PostParams;
+use kube::config::AuthInfo;
+use kube::core::ObjectMeta;
+use kube::{Api, Client};
+
+use crate::{Progress, TestNamespace, wait_until};
+
+/// The RBAC rules a minted ServiceAccount gets.
+pub enum Access {
+    /// A ClusterRole + ClusterRoleBinding (cleaned up with the test).
+    Cluster(Vec<PolicyRule>),
+    /// A Role + RoleBinding in the test's namespace.
+    Namespaced(Vec<PolicyRule>),
+}
+
+impl TestNamespace {
+    /// Creates ServiceAccount `name` in this namespace, binds `access` to it, mints a token through
+    /// the TokenRequest API, waits until the authorizer honours the binding, and returns a client
+    /// that authenticates with that token only.
+    pub async fn client_as(&self, name: &str, access: Access) -> anyhow::Result<Client> {
+        let client = self.client();
+        let ns = self.name();
+        let accounts = Api::<ServiceAccount>::namespaced(client.clone(), ns);
+        let account = ServiceAccount {
+            metadata: meta(name, Some(ns)),
+            ..ServiceAccount::default()
+        };
+        accounts.create(&PostParams::default(), &account).await?;
+        let subject = Subject {
+            kind: "ServiceAccount".into(),
+            name: name.into(),
+            namespace: Some(ns.into()),
+            ..Subject::default()
+        };
+        let probe = match &access {
+            Access::Cluster(rules) | Access::Namespaced(rules) => rules.first().cloned(),
+        };
+        match access {
+            Access::Cluster(rules) => self.bind_cluster_role(&client, name, rules, subject).await?,
+            Access::Namespaced(rules) => self.bind_role(name, rules, subject).await?,
+        }
+
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                audiences: vec![],
+                expiration_seconds: Some(3600),
+                ..TokenRequestSpec::default()
+            },
+            ..TokenRequest::default()
+        };
+        let token = accounts
+            .create_token_request(name, &PostParams::default(), &request)
+            .await?
+            .status
+            .map(|status| status.token)
+            .ok_or_else(|| anyhow::anyhow!("TokenRequest for {ns}/{name} returned no token"))?;
+
+        if let Some(rule) = probe {
+            self.wait_until_authorized(&client, name, &rule).await?;
+        }
+        let mut config = self.cluster().config().clone();
+        config.auth_info = AuthInfo {
+            token: Some(token.into()),
+            ..AuthInfo::default()
+        };
+        Ok(Client::try_from(config)?)
+    }
+
+    async fn bind_cluster_role(
+        &self,
+        client: &Client,
+        name: &str,
+        rules: Vec<PolicyRule>,
+        subject: Subject,
+    ) -> anyhow::Result<()> {
+        let role_name = self.unique(name);
+        let mut role_meta = meta(&role_name, None);
+        role_meta.labels = Some(self.owner_labels());
+        let role = ClusterRole {
+            metadata: role_meta.clone(),
+            rules: Some(rules),
+            ..ClusterRole::default()
+        };
+        Api::<ClusterRole>::all(client.clone()).create(&PostParams::default(), &role).await?;
+        let binding = ClusterRoleBinding {
+            metadata: role_meta,
+            role_ref: role_ref("ClusterRole", &role_name),
+            subjects: Some(vec![subject]),
+        };
+        Api::<ClusterRoleBinding>::all(client.clone())
+            .create(&PostParams::default(), &binding)
+            .await?;
+        Ok(())
+    }
+
+    async fn bind_role(&self, name: &str, rules: Vec<PolicyRule>, subject: Subject) -> anyhow::Result<()> {
+        let role = Role {
+            metadata: meta(name, Some(self.name())),
+            rules: Some(rules),
+        };
+        self.api::<Role>().create(&PostParams::default(), &role).await?;
+        let binding = RoleBinding {
+            metadata: meta(name, Some(self.name())),
+            role_ref: role_ref("Role", name),
+            subjects: Some(vec![subject]),
+        };
+        self.api::<RoleBinding>().create(&PostParams::default(), &binding).await?;
+        Ok(())
+    }
+
+    /// RBAC is served from the authorizer's cache; wait until it allows the first rule.
+    async fn wait_until_authorized(&self, client: &Client, account: &str, rule: &PolicyRule) -> anyhow::Result<()> {
+        let user = format!("system:serviceaccount:{}:{account}", self.name());
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(user.clone()),
+                resource_attributes: Some(ResourceAttributes {
+                    group: rule.api_groups.as_ref().and_then(|g| g.first().cloned()),
+                    resource: rule.resources.as_ref().and_then(|r| r.first().cloned()),
+                    verb: rule.verbs.first().cloned(),
+                    namespace: Some(self.name().to_owned()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SubjectAccessReviewSpec::default()
+            },
+            ..SubjectAccessReview::default()
+        };
+        let reviews = Api::<SubjectAccessReview>::all(client.clone());
+        wait_until(&format!("RBAC to allow {user}"), Duration::from_secs(10), || async {
+            let answer = reviews.create(&PostParams::default(), &review).await?;
+            Ok(match answer.status {
+                Some(status) if status.allowed => Progress::Done(()),
+                other => Progress::Pending(format!("{other:?}")),
+            })
+        })
+        .await
+    }
+}
+
+fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: namespace.map(str::to_owned),
+        ..ObjectMeta::default()
+    }
+}
+
+fn role_ref(kind: &str, name: &str) -> RoleRef {
+    RoleRef {
+        api_group: "rbac.authorization.k8s.io".into(),
+        kind: kind.into(),
+        name: name.into(),
+    }
+}

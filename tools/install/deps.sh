@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what `make test` and `make demo` need beyond Rust and Go, from Debian's packages.
+# Idempotent: installs only what is missing.
+set -euo pipefail
+need=()
+command -v openssl >/dev/null || need+=(openssl)
+command -v curl >/dev/null || need+=(curl)
+command -v python3 >/dev/null || need+=(python3)
+command -v setsid >/dev/null || need+=(util-linux)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing ${need[*]} from Debian packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+for tool in cargo go; do
+  command -v "$tool" >/dev/null || { echo "$tool is required (Rust and Go toolchains come with the machine)" >&2; exit 1; }
+done

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `make test`: lint, unit tests, then the e2e suite against the real control plane of each
+# Kubernetes version. Ends with one line "N passed, N failed" summing every cargo test binary.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+ws="$repo/images/gpu-artifact"
+versions="${TEST_K8S_VERSIONS:-1.34 latest}"
+logs="$repo/.testbed/logs"; mkdir -p "$logs"
+summary="$logs/summary"; : > "$summary"
+failed_phases=()
+start_all=$(date +%s)
+
+phase() { echo; echo "=== $* ==="; }
+# Runs cargo test, keeps its output, and records its "test result:" counts.
+cargo_test() { # label args...
+  local label=$1; shift
+  local out="$logs/$label.log"
+  ( cd "$ws" && cargo test "$@" ) 2>&1 | tee "$out"
+  local rc=${PIPESTATUS[0]}
+  grep -E '^test result:' "$out" | sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed.*/\1 \2/' >> "$summary"
+  if [ "$rc" != 0 ]; then
+    failed_phases+=("$label")
+    # A build failure runs no test: count it as a failure so the summary cannot read green.
+    grep -qE '^test result:' "$out" || echo "0 1" >> "$summary"
+  fi
+}
+
+"$repo/tools/install/deps.sh" || exit 1
+
+phase "format and lint"
+( cd "$ws" && cargo fmt --all -- --check ) || failed_phases+=("cargo fmt")
+( cd "$ws" && cargo clippy --workspace --all-targets --locked -- -D warnings ) || failed_phases+=("cargo clippy")
+
+phase "unit and integration tests (no cluster)"
+cargo_test unit --workspace --exclude e2e --locked --no-fail-fast
+
+for k8s in $versions; do
+  phase "e2e against Kubernetes $k8s"
+  t0=$(date +%s)
+  if kubeconfig="$("$repo/tools/testbed/cluster-up.sh" "$k8s")"; then
+    echo "control plane up in $(( $(date +%s) - t0 ))s: $kubeconfig"
+    GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo_test "e2e-$k8s" -p e2e --locked --no-fail-fast
+    "$repo/tools/testbed/cluster-down.sh" "$k8s"
+  else
+    failed_phases+=("cluster-up $k8s"); echo "0 1" >> "$summary"
+  fi
+done
+
+phase "summary"
+passed=$(awk '{p+=$1} END {print p+0}' "$summary")
+failed=$(awk '{f+=$2} END {print f+0}' "$summary")
+echo "total time $(( $(date +%s) - start_all ))s"
+if [ ${#failed_phases[@]} -gt 0 ]; then echo "failed: ${failed_phases[*]}"; [ "$failed" = 0 ] && failed=1; fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The two Kubernetes releases the test bed runs, and the etcd each one pairs with
+# (from that release's hack/lib/etcd.sh and build/dependencies.yaml).
+# K8S=1.34 is our floor: v1.34.5 exists, but a dozen of its staging modules (k8s.io/kube-scheduler@v0.34.5, ...)
+# are not served by the Go module proxy, so v1.34.4 is the newest 1.34 patch that builds from Go modules.
+# K8S=1.34 is our floor; K8S=latest is the newest release published as Go modules.
+
+testbed_resolve() {
+  case "${1:-1.34}" in
+    1.34) K8S_VERSION=v1.34.4; ETCD_VERSION=v3.6.5
+      TESTBED_GATES=DRAPartitionableDevices=true,DRAConsumableCapacity=true,DRAExtendedResource=true ;;
+    # 1.37: DRAExtendedResource is GA and locked on (setting it only warns), the other two are beta.
+    latest|1.37) K8S_VERSION=v1.37.2; ETCD_VERSION=v3.7.0
+      TESTBED_GATES=DRAPartitionableDevices=true,DRAConsumableCapacity=true ;;
+    *) echo "unknown K8S=$1 (use 1.34 or latest)" >&2; return 1 ;;
+  esac
+  GPU_CACHE="${GPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/deckhouse-gpu}"
+  TESTBED_BIN="$GPU_CACHE/k8s/$K8S_VERSION/bin"
+  export K8S_VERSION ETCD_VERSION TESTBED_GATES GPU_CACHE TESTBED_BIN
+}
