@@ -81,7 +81,10 @@ async fn readyz(State(readiness): State<Readiness>) -> (StatusCode, String) {
     if pending.is_empty() {
         (StatusCode::OK, "ok".to_owned())
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {}", pending.join(", ")))
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {}", pending.join(", ")),
+        )
     }
 }
 
@@ -90,7 +93,9 @@ mod tests {
     use super::*;
 
     async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-        let response = reqwest::get(format!("http://{addr}{path}")).await.expect("probe answers");
+        let response = reqwest::get(format!("http://{addr}{path}"))
+            .await
+            .expect("probe answers");
         (response.status().as_u16(), response.text().await.expect("body"))
     }
 
@@ -111,12 +116,18 @@ mod tests {
             (503, "not ready: informers-synced, plugin-registered".to_owned())
         );
         readiness.set("informers-synced", true);
-        assert_eq!(get(addr, "/readyz").await, (503, "not ready: plugin-registered".to_owned()));
+        assert_eq!(
+            get(addr, "/readyz").await,
+            (503, "not ready: plugin-registered".to_owned())
+        );
         readiness.set("plugin-registered", true);
         assert_eq!(get(addr, "/readyz").await, (200, "ok".to_owned()));
 
         shutdown.trigger();
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        assert!(reqwest::get(format!("http://{addr}/healthz")).await.is_err(), "server stops on shutdown");
+        assert!(
+            reqwest::get(format!("http://{addr}/healthz")).await.is_err(),
+            "server stops on shutdown"
+        );
     }
 }

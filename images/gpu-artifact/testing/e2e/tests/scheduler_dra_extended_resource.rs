@@ -20,7 +20,11 @@ async fn scheduler_creates_and_allocates_the_extended_resource_claim() {
 
     // A Physical offer and a MIG offer: only the CEL selector tells them apart.
     let devices = json!({"devices": [device("gpu0-mig-1g6gb-0", "MIG", None), device("gpu0", "Physical", None)]});
-    create(&Api::<ResourceSlice>::all(client.clone()), &slice(&ns, "gpus", node.name(), 1, devices)).await;
+    create(
+        &Api::<ResourceSlice>::all(client.clone()),
+        &slice(&ns, "gpus", node.name(), 1, devices),
+    )
+    .await;
     let resource = format!("gpu.deckhouse.io/{}", ns.name());
     let class = device_class(
         &ns,
@@ -41,7 +45,9 @@ async fn scheduler_creates_and_allocates_the_extended_resource_claim() {
     let claim = &claims[0];
     let annotations = claim.metadata.annotations.clone().unwrap_or_default();
     assert_eq!(
-        annotations.get("resource.kubernetes.io/extended-resource-claim").map(String::as_str),
+        annotations
+            .get("resource.kubernetes.io/extended-resource-claim")
+            .map(String::as_str),
         Some("true"),
         "the scheduler marks the claim it made: {annotations:?}"
     );
@@ -54,7 +60,11 @@ async fn scheduler_creates_and_allocates_the_extended_resource_claim() {
     );
 
     let pod = ns.api::<Pod>().get("trainer").await.unwrap();
-    let status = pod.status.unwrap().extended_resource_claim_status.expect("pod status names the claim");
+    let status = pod
+        .status
+        .unwrap()
+        .extended_resource_claim_status
+        .expect("pod status names the claim");
     assert_eq!(Some(status.resource_claim_name), claim.metadata.name.clone());
     assert_eq!(status.request_mappings[0].resource_name, resource);
 }

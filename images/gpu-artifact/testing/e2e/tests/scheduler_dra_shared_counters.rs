@@ -33,8 +33,16 @@ async fn offers_sharing_a_counter_exclude_each_other() {
         let both = json!({"sharedCounters": counters, "devices": devices});
         create(&slices, &slice(&ns, "gpus", node.name(), 1, both)).await;
     } else {
-        create(&slices, &slice(&ns, "counters", node.name(), 2, json!({"sharedCounters": counters}))).await;
-        create(&slices, &slice(&ns, "devices", node.name(), 2, json!({"devices": devices}))).await;
+        create(
+            &slices,
+            &slice(&ns, "counters", node.name(), 2, json!({"sharedCounters": counters})),
+        )
+        .await;
+        create(
+            &slices,
+            &slice(&ns, "devices", node.name(), 2, json!({"devices": devices})),
+        )
+        .await;
     }
     // The gate is really on: the server kept the counters instead of silently dropping them.
     let stored = slices.list(&Default::default()).await.unwrap();
@@ -58,29 +66,37 @@ async fn offers_sharing_a_counter_exclude_each_other() {
     let uses_template = json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]});
     let claims_gpu = json!({"claims": [{"name": "gpu"}]});
     for name in ["first", "second"] {
-        create(&ns.api::<Pod>(), &pod(name, node.name(), claims_gpu.clone(), uses_template.clone())).await;
+        create(
+            &ns.api::<Pod>(),
+            &pod(name, node.name(), claims_gpu.clone(), uses_template.clone()),
+        )
+        .await;
     }
 
     let pods = ns.api::<Pod>();
-    let (bound, pending) = wait_until("one pod bound and the other unschedulable", Duration::from_secs(60), || async {
-        let mut bound = vec![];
-        let mut unschedulable = vec![];
-        let mut seen = vec![];
-        for name in ["first", "second"] {
-            let pod = pods.get(name).await?;
-            let message = scheduling_message(&pod);
-            if pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some() {
-                bound.push(name);
-            } else if message.starts_with("Unschedulable:") {
-                unschedulable.push((name, message.clone()));
+    let (bound, pending) = wait_until(
+        "one pod bound and the other unschedulable",
+        Duration::from_secs(60),
+        || async {
+            let mut bound = vec![];
+            let mut unschedulable = vec![];
+            let mut seen = vec![];
+            for name in ["first", "second"] {
+                let pod = pods.get(name).await?;
+                let message = scheduling_message(&pod);
+                if pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some() {
+                    bound.push(name);
+                } else if message.starts_with("Unschedulable:") {
+                    unschedulable.push((name, message.clone()));
+                }
+                seen.push(format!("{name}: {message}"));
             }
-            seen.push(format!("{name}: {message}"));
-        }
-        Ok(match (bound.as_slice(), unschedulable.as_slice()) {
-            ([b], [u]) => Progress::Done((b.to_string(), u.clone())),
-            _ => Progress::Pending(seen.join("; ")),
-        })
-    })
+            Ok(match (bound.as_slice(), unschedulable.as_slice()) {
+                ([b], [u]) => Progress::Done((b.to_string(), u.clone())),
+                _ => Progress::Pending(seen.join("; ")),
+            })
+        },
+    )
     .await
     .unwrap();
 
@@ -91,5 +107,9 @@ async fn offers_sharing_a_counter_exclude_each_other() {
         pending.1
     );
     let allocated: Vec<_> = claims(&ns).await.iter().flat_map(allocated_devices).collect();
-    assert_eq!(allocated.len(), 1, "exactly one offer of the card is allocated (bound: {bound}): {allocated:?}");
+    assert_eq!(
+        allocated.len(),
+        1,
+        "exactly one offer of the card is allocated (bound: {bound}): {allocated:?}"
+    );
 }

@@ -29,13 +29,17 @@ async fn heartbeat_keeps_a_node_ready_past_the_grace_period() {
 
     let nodes = Api::<Node>::all(ns.client());
     // The test bed's node-monitor-grace-period is 20s: the silent node must go Unknown.
-    wait_until(&format!("node {silent_name} to lose Ready"), Duration::from_secs(60), || async {
-        let node = nodes.get(&silent_name).await?;
-        Ok(match ready_status(&node).as_str() {
-            "Unknown" => Progress::Done(()),
-            other => Progress::Pending(format!("Ready={other}")),
-        })
-    })
+    wait_until(
+        &format!("node {silent_name} to lose Ready"),
+        Duration::from_secs(60),
+        || async {
+            let node = nodes.get(&silent_name).await?;
+            Ok(match ready_status(&node).as_str() {
+                "Unknown" => Progress::Done(()),
+                other => Progress::Pending(format!("Ready={other}")),
+            })
+        },
+    )
     .await
     .unwrap();
 
@@ -57,19 +61,30 @@ async fn service_account_client_has_exactly_its_rbac() {
         verbs: vec!["get".into(), "list".into()],
         ..PolicyRule::default()
     };
-    let reader = ns.client_as("pod-reader", Access::Namespaced(vec![read_pods])).await.unwrap();
+    let reader = ns
+        .client_as("pod-reader", Access::Namespaced(vec![read_pods]))
+        .await
+        .unwrap();
 
     let pods = Api::<Pod>::namespaced(reader.clone(), ns.name());
-    assert!(pods.list(&ListParams::default()).await.is_ok(), "listing pods is granted");
+    assert!(
+        pods.list(&ListParams::default()).await.is_ok(),
+        "listing pods is granted"
+    );
 
     let config_maps = Api::<ConfigMap>::namespaced(reader.clone(), ns.name());
-    let denied = config_maps.create(&PostParams::default(), &ConfigMap::default()).await.unwrap_err();
+    let denied = config_maps
+        .create(&PostParams::default(), &ConfigMap::default())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&denied, kube::Error::Api(status) if status.code == 403
             && status.message.contains(&format!("system:serviceaccount:{}:pod-reader", ns.name()))),
         "writing config maps is forbidden for exactly this account: {denied:?}"
     );
-    let other_namespace = Api::<Pod>::namespaced(reader, "default").list(&ListParams::default()).await;
+    let other_namespace = Api::<Pod>::namespaced(reader, "default")
+        .list(&ListParams::default())
+        .await;
     assert!(
         matches!(&other_namespace, Err(kube::Error::Api(status)) if status.code == 403),
         "a namespaced role does not reach other namespaces: {other_namespace:?}"

@@ -1,1 +1,22 @@
-//! Fixture host trees (sysfs PCI devices, pci.ids, os-release, DMI) named for the hardware they describe, with hotplug helpers that add or remove a device and produce the uevent the kernel would send. Test-only.
+//! Fixture host trees (sysfs PCI devices, pci.ids, os-release, DMI) named for
+//! the hardware they describe, with hotplug helpers that add or remove a
+//! device and produce the uevent the kernel would send. Test-only.
+//!
+//! A tree is a directory laid out like a host's `/`: point the code under
+//! test at [`HostTree::root`] instead of `/`. The named fixtures are
+//! [`NamedHost`]; [`HostTree`] builds anything else device by device.
+//!
+//! This crate never reads the real host and is never a dependency of a
+//! shipped binary.
+
+mod fixture_device;
+mod host_tree;
+mod hotplug;
+mod kernel_uevent;
+mod named_hosts;
+mod sysfs_layout;
+
+pub use fixture_device::{AMD, CLASS_3D, CLASS_AUDIO, CLASS_PCI_BRIDGE, CLASS_VGA, FixtureDevice, INTEL, NVIDIA};
+pub use host_tree::{HostTree, PCI_IDS_EXCERPT, PCI_IDS_PATH};
+pub use kernel_uevent::{KernelAction, UEventPayload, kernel_uevent};
+pub use named_hosts::{DGX_A100_GPU_ADDRESSES, NamedHost, UBUNTU_2204_KERNEL};

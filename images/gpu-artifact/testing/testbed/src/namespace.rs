@@ -62,7 +62,10 @@ impl TestNamespace {
         let created = Api::<Namespace>::all(client.clone())
             .create(&PostParams::default(), &namespace)
             .await?;
-        let name = created.metadata.name.expect("the server names a generateName namespace");
+        let name = created
+            .metadata
+            .name
+            .expect("the server names a generateName namespace");
         let accounts = Api::<ServiceAccount>::namespaced(client, &name);
         wait_until(
             &format!("ServiceAccount {name}/default"),
@@ -133,10 +136,10 @@ async fn delete_owned(client: Client, namespace: &str) {
     let selector = ListParams::default().labels(&format!("{OWNER_LABEL}={namespace}"));
     for resource in cluster_scoped_kinds() {
         let api = Api::<DynamicObject>::all_with(client.clone(), &resource);
-        if let Err(error) = api.delete_collection(&DeleteParams::background(), &selector).await {
-            if !matches!(&error, kube::Error::Api(status) if status.code == 404) {
-                tracing::warn!(kind = %resource.kind, %error, "test cleanup failed");
-            }
+        if let Err(error) = api.delete_collection(&DeleteParams::background(), &selector).await
+            && !matches!(&error, kube::Error::Api(status) if status.code == 404)
+        {
+            tracing::warn!(kind = %resource.kind, %error, "test cleanup failed");
         }
     }
     let _ = Api::<Namespace>::all(client)

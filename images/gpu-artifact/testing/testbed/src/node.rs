@@ -70,10 +70,10 @@ async fn heartbeat(client: Client, name: String) {
         if let Err(error) = renew_lease(&client, &name).await {
             tracing::warn!(node = %name, %error, "lease renewal failed");
         }
-        if tick % 6 == 0 {
-            if let Err(error) = post_ready_status(&nodes, &name).await {
-                tracing::warn!(node = %name, %error, "node status update failed");
-            }
+        if tick.is_multiple_of(6)
+            && let Err(error) = post_ready_status(&nodes, &name).await
+        {
+            tracing::warn!(node = %name, %error, "node status update failed");
         }
     }
 }

@@ -6,9 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{
-    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
-};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::PostParams;
 use kube::config::AuthInfo;
 use kube::core::ObjectMeta;
@@ -92,7 +90,9 @@ impl TestNamespace {
             rules: Some(rules),
             ..ClusterRole::default()
         };
-        Api::<ClusterRole>::all(client.clone()).create(&PostParams::default(), &role).await?;
+        Api::<ClusterRole>::all(client.clone())
+            .create(&PostParams::default(), &role)
+            .await?;
         let binding = ClusterRoleBinding {
             metadata: role_meta,
             role_ref: role_ref("ClusterRole", &role_name),
@@ -115,7 +115,9 @@ impl TestNamespace {
             role_ref: role_ref("Role", name),
             subjects: Some(vec![subject]),
         };
-        self.api::<RoleBinding>().create(&PostParams::default(), &binding).await?;
+        self.api::<RoleBinding>()
+            .create(&PostParams::default(), &binding)
+            .await?;
         Ok(())
     }
 

@@ -46,7 +46,10 @@ mod tests {
         .await
         .unwrap_err()
         .to_string();
-        assert!(error.starts_with("timed out after 250ms waiting for the answer; last seen: attempt "), "{error}");
+        assert!(
+            error.starts_with("timed out after 250ms waiting for the answer; last seen: attempt "),
+            "{error}"
+        );
     }
 
     #[tokio::test]
@@ -55,7 +58,13 @@ mod tests {
         let value = wait_until("three looks", Duration::from_secs(5), || {
             n += 1;
             let n = n;
-            async move { Ok(if n == 3 { Progress::Done(n) } else { Progress::Pending(n.to_string()) }) }
+            async move {
+                Ok(if n == 3 {
+                    Progress::Done(n)
+                } else {
+                    Progress::Pending(n.to_string())
+                })
+            }
         })
         .await
         .unwrap();

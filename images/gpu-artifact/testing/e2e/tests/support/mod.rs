@@ -74,19 +74,25 @@ pub async fn create<K>(api: &Api<K>, object: &K) -> K
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
-    api.create(&PostParams::default(), object).await.expect("the API server accepts the object")
+    api.create(&PostParams::default(), object)
+        .await
+        .expect("the API server accepts the object")
 }
 
 /// Waits until the scheduler binds `name`, returning the bound Pod.
 pub async fn bound_pod(ns: &TestNamespace, name: &str) -> Pod {
     let pods = ns.api::<Pod>();
-    wait_until(&format!("pod {}/{name} to be bound", ns.name()), Duration::from_secs(60), || async {
-        let pod = pods.get(name).await?;
-        Ok(match pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
-            Some(_) => Progress::Done(pod),
-            None => Progress::Pending(scheduling_message(&pod)),
-        })
-    })
+    wait_until(
+        &format!("pod {}/{name} to be bound", ns.name()),
+        Duration::from_secs(60),
+        || async {
+            let pod = pods.get(name).await?;
+            Ok(match pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+                Some(_) => Progress::Done(pod),
+                None => Progress::Pending(scheduling_message(&pod)),
+            })
+        },
+    )
     .await
     .expect("the scheduler binds the pod")
 }
@@ -97,12 +103,22 @@ pub fn scheduling_message(pod: &Pod) -> String {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
-        .map(|c| format!("{}: {}", c.reason.clone().unwrap_or_default(), c.message.clone().unwrap_or_default()))
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default()
+            )
+        })
         .unwrap_or_else(|| "no PodScheduled condition yet".into())
 }
 
 pub async fn claims(ns: &TestNamespace) -> Vec<ResourceClaim> {
-    ns.api::<ResourceClaim>().list(&ListParams::default()).await.expect("list claims").items
+    ns.api::<ResourceClaim>()
+        .list(&ListParams::default())
+        .await
+        .expect("list claims")
+        .items
 }
 
 /// (pool, device) of every allocation result of `claim`.

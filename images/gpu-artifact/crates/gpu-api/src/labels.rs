@@ -1,0 +1,60 @@
+//! Label keys and object names shared by the components.
+
+/// On a PhysicalGPU: the node it is on.
+pub const NODE: &str = "gpu.deckhouse.io/node";
+/// On a PhysicalGPU: `nvidia`, `amd` or `intel`.
+pub const VENDOR: &str = "gpu.deckhouse.io/vendor";
+/// On a PhysicalGPU: the normalised model, e.g. `a30-pcie`.
+pub const DEVICE: &str = "gpu.deckhouse.io/device";
+
+/// Node labels written by the node agent.
+pub const NODE_OS_ID: &str = "gpu.deckhouse.io/os.id";
+pub const NODE_OS_VERSION: &str = "gpu.deckhouse.io/os.version";
+pub const NODE_KERNEL_VERSION: &str = "gpu.deckhouse.io/kernel.version";
+pub const NODE_BAREMETAL: &str = "gpu.deckhouse.io/baremetal";
+
+/// `<node>-<index>-<vendorID>-<deviceID>`, where index is the card's position among the node's GPUs
+/// sorted by PCI address: stable across restarts as long as the hardware does not change.
+pub fn physical_gpu_name(node: &str, index: usize, vendor_id: &str, device_id: &str) -> String {
+    format!(
+        "{node}-{index}-{}-{}",
+        vendor_id.to_ascii_lowercase(),
+        device_id.to_ascii_lowercase()
+    )
+}
+
+/// The value of a label: at most 63 characters of `[A-Za-z0-9._-]`, starting and ending alphanumeric.
+/// Kernel releases such as `5.15.0-91-generic` pass unchanged; anything else is cut down to fit.
+pub fn label_value(raw: &str) -> String {
+    let cleaned: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(63)
+        .collect();
+    cleaned.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_is_node_index_vendor_device_in_lowercase() {
+        assert_eq!(physical_gpu_name("worker-1", 0, "10DE", "20B7"), "worker-1-0-10de-20b7");
+    }
+
+    #[test]
+    fn label_values_are_valid() {
+        assert_eq!(label_value("5.15.0-91-generic"), "5.15.0-91-generic");
+        assert_eq!(label_value("22.04"), "22.04");
+        assert_eq!(label_value("6.1.0+debian"), "6.1.0_debian");
+        assert_eq!(label_value("-x-"), "x");
+        assert_eq!(label_value(&"a".repeat(80)).len(), 63);
+    }
+}

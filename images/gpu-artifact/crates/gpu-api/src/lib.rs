@@ -1,0 +1,19 @@
+//! The gpu module's API types and the names every component agrees on.
+//!
+//! `PhysicalGPU` is the inventory of one physical card: it appears and disappears with the PCI
+//! device, and it has no desired state on purpose (the card's mode follows allocations, changed only
+//! on the node in NodePrepareResources). Its status is written by three owners through server-side
+//! apply, each with its own field manager: the node agent (PCI and node facts, driver binding,
+//! labels), the handler (capabilities, NVIDIA state, `HardwareHealthy`) and the controller
+//! (`DriverReady`).
+
+pub mod crd;
+pub mod labels;
+mod nvidia;
+mod physical_gpu;
+
+pub use nvidia::*;
+pub use physical_gpu::*;
+
+/// The DRA driver name, and the API group of our resources.
+pub const DRIVER_NAME: &str = "gpu.deckhouse.io";
