@@ -4,7 +4,7 @@ export GPU_CACHE
 export CARGO_TARGET_DIR ?= $(GPU_CACHE)/cargo-target
 K8S ?= 1.34
 
-.PHONY: test demo control-plane cluster-up cluster-down fmt lint crds
+.PHONY: test demo bench control-plane cluster-up cluster-down fmt lint crds
 
 test:
 	tools/test/run.sh
@@ -12,6 +12,9 @@ test:
 demo:
 	@echo "make demo arrives with the DRA node plugin (gpu-handler); today the test bed runs with 'make cluster-up'." >&2
 	@exit 1
+
+bench:
+	tools/bench/run.sh
 
 control-plane:
 	tools/testbed/build-control-plane.sh 1.34

@@ -127,10 +127,10 @@ impl NamedHost {
 /// Places `device` and, unless already there, the Intel root port above it,
 /// so the bus also holds a non-GPU device, as every real one does.
 fn place_behind_root_port(host: &HostTree, device: FixtureDevice) {
-    if let Some(port_address) = upstream_port_address(&device.parent) {
-        if host.device(port_address).is_none() {
-            host.place_device(&FixtureDevice::root_port(port_address));
-        }
+    if let Some(port_address) = upstream_port_address(&device.parent)
+        && host.device(port_address).is_none()
+    {
+        host.place_device(&FixtureDevice::root_port(port_address));
     }
     host.place_device(&device);
 }

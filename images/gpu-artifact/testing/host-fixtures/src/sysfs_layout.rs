@@ -33,11 +33,10 @@ pub(crate) fn create_device(root: &Path, device: &FixtureDevice) {
     write(&dir.join("numa_node"), &format!("{}\n", device.numa_node));
 
     let up = up_to_sys(&devpath);
+    let bus_devices = root.join("sys/bus/pci/devices");
+    create_dir_all(&bus_devices);
     link(&format!("{up}bus/pci"), &dir.join("subsystem"));
-    link(
-        &format!("../../../{devpath}"),
-        &root.join("sys/bus/pci/devices").join(&device.address),
-    );
+    link(&format!("../../../{devpath}"), &bus_devices.join(&device.address));
     if let Some(group) = device.iommu_group {
         let group_dir = root.join(format!("sys/kernel/iommu_groups/{group}"));
         create_dir_all(&group_dir.join("devices"));

@@ -9,12 +9,14 @@
 //! Never used by product code.
 
 mod cluster;
+mod component;
 mod namespace;
 mod node;
 mod service_account;
 mod wait;
 
 pub use cluster::TestCluster;
+pub use component::{ComponentProcess, component_binary};
 pub use namespace::{OWNER_LABEL, TestNamespace};
 pub use node::ReadyNode;
 pub use service_account::Access;

@@ -27,6 +27,33 @@ impl TestNamespace {
     /// the TokenRequest API, waits until the authorizer honours the binding, and returns a client
     /// that authenticates with that token only.
     pub async fn client_as(&self, name: &str, access: Access) -> anyhow::Result<Client> {
+        let config = self.config_as(name, access).await?;
+        Ok(Client::try_from(config)?)
+    }
+
+    /// Like [`Self::client_as`], but writes a kubeconfig file (in `dir`) for a component process.
+    pub async fn kubeconfig_as(
+        &self,
+        name: &str,
+        access: Access,
+        dir: &std::path::Path,
+    ) -> anyhow::Result<std::path::PathBuf> {
+        let config = self.config_as(name, access).await?;
+        let mut kubeconfig = kube::config::Kubeconfig::read_from(self.cluster().kubeconfig_path())?;
+        let token = config.auth_info.token.clone();
+        kubeconfig.auth_infos.truncate(1);
+        if let Some(user) = kubeconfig.auth_infos.first_mut() {
+            user.auth_info = Some(AuthInfo {
+                token,
+                ..AuthInfo::default()
+            });
+        }
+        let path = dir.join(format!("{name}.kubeconfig"));
+        std::fs::write(&path, serde_json::to_string(&kubeconfig)?)?;
+        Ok(path)
+    }
+
+    async fn config_as(&self, name: &str, access: Access) -> anyhow::Result<kube::Config> {
         let client = self.client();
         let ns = self.name();
         let accounts = Api::<ServiceAccount>::namespaced(client.clone(), ns);
@@ -72,7 +99,7 @@ impl TestNamespace {
             token: Some(token.into()),
             ..AuthInfo::default()
         };
-        Ok(Client::try_from(config)?)
+        Ok(config)
     }
 
     async fn bind_cluster_role(

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod components;
+
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;

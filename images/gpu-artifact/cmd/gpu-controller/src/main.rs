@@ -1,0 +1,47 @@
+//! gpu-controller: reads the config, wires logging, probes, shutdown and leader election, runs the
+//! DriverReady controller.
+//!
+//! Environment: `VALIDATOR_NAMESPACE` (default `d8-gpu`), `VALIDATOR_SELECTOR` (default
+//! `app=gpu-driver-validator`), `POD_NAMESPACE` and `POD_NAME` (the Lease and this replica's
+//! identity), `LEADER_ELECTION` (default `true`), `HEALTH_ADDR` (default `0.0.0.0:8080`).
+
+use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_termination};
+use controller_plumbing::LeaderElection;
+use driver_readiness::controller::{ValidatorSelector, run};
+
+fn env(key: &str, default: &str) -> String {
+    std::env::var(key)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    init_logging()?;
+    let selector = ValidatorSelector {
+        namespace: env("VALIDATOR_NAMESPACE", "d8-gpu"),
+        labels: env("VALIDATOR_SELECTOR", "app=gpu-driver-validator"),
+    };
+    let identity = env("POD_NAME", &std::process::id().to_string());
+    tracing::info!(?selector, %identity, "starting gpu-controller");
+    let shutdown = Shutdown::new();
+    let readiness = Readiness::default();
+    HealthServer::start(env("HEALTH_ADDR", "0.0.0.0:8080").parse()?, readiness, shutdown.clone()).await?;
+    let client = kube::Client::try_default().await?;
+    tokio::spawn(wait_for_termination(shutdown.clone()));
+    let election = match env("LEADER_ELECTION", "true").as_str() {
+        "false" => None,
+        _ => Some(
+            LeaderElection::start(
+                client.clone(),
+                &env("POD_NAMESPACE", "d8-gpu"),
+                "gpu-controller",
+                &identity,
+            )
+            .await?,
+        ),
+    };
+    run(client, selector, election, shutdown).await;
+    Ok(())
+}

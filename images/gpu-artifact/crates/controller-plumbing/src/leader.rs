@@ -1,0 +1,40 @@
+//! Leader election through a Lease, so only one replica of a controller writes at a time.
+
+use kube::Client;
+use kube_lease_manager::LeaseManagerBuilder;
+use tokio::sync::watch;
+
+/// A running election: `is_leader` flips as the Lease is won or lost.
+pub struct LeaderElection {
+    state: watch::Receiver<bool>,
+}
+
+impl LeaderElection {
+    /// Competes for Lease `namespace/name` as `identity` (the Pod name), with a 15 s lease.
+    pub async fn start(client: Client, namespace: &str, name: &str, identity: &str) -> anyhow::Result<Self> {
+        let manager = LeaseManagerBuilder::new(client, name)
+            .with_namespace(namespace)
+            .with_identity(identity)
+            .with_duration(15)
+            .with_grace(5)
+            .with_field_manager(format!("{name}-leader-election"))
+            .build()
+            .await?;
+        let (state, _task) = manager.watch().await;
+        Ok(Self { state })
+    }
+
+    pub fn is_leader(&self) -> bool {
+        *self.state.borrow()
+    }
+
+    /// Waits until this replica leads. Returns false if the election stopped.
+    pub async fn wait_for_leadership(&mut self) -> bool {
+        self.state.wait_for(|leading| *leading).await.is_ok()
+    }
+
+    /// Waits until leadership is lost (the caller then stops writing).
+    pub async fn wait_for_loss(&mut self) {
+        let _ = self.state.wait_for(|leading| !*leading).await;
+    }
+}

@@ -1,0 +1,166 @@
+//! Running the module's components in e2e tests, under ServiceAccounts bound to the RBAC each
+//! component needs (the same rules the module's templates grant).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use testbed::{Access, ComponentProcess, Progress, TestNamespace, wait_until};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../..")
+}
+
+/// Applies every CRD in `crds/` (not the `doc-*` files) and waits until each is Established.
+pub async fn install_crds(client: &Client) {
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    for entry in std::fs::read_dir(repo_root().join("crds")).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        if file.starts_with("doc-") || !file.ends_with(".yaml") {
+            continue;
+        }
+        let crd: CustomResourceDefinition = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let name = crd.metadata.name.clone().unwrap();
+        crds.patch(&name, &PatchParams::apply("e2e-crds").force(), &Patch::Apply(&crd))
+            .await
+            .unwrap_or_else(|e| panic!("applying {file}: {e}"));
+        wait_until(&format!("CRD {name} Established"), Duration::from_secs(30), || async {
+            let crd = crds.get(&name).await?;
+            let established = crd
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            Ok(if established {
+                Progress::Done(())
+            } else {
+                Progress::Pending("not established".into())
+            })
+        })
+        .await
+        .unwrap();
+    }
+}
+
+pub fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![group.to_owned()]),
+        resources: Some(resources.iter().map(|r| r.to_string()).collect()),
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+/// What gpu-node-agent may do: its node's PhysicalGPUs and labels, and Events.
+pub fn node_agent_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            "gpu.deckhouse.io",
+            &["physicalgpus"],
+            &["get", "list", "watch", "create", "patch", "delete"],
+        ),
+        rule("gpu.deckhouse.io", &["physicalgpus/status"], &["get", "patch"]),
+        rule("", &["nodes"], &["get", "patch"]),
+        rule("events.k8s.io", &["events"], &["create", "patch"]),
+    ]
+}
+
+/// What gpu-controller may do for DriverReady: read validator Pods, write PhysicalGPU status, hold its Lease.
+pub fn controller_rules() -> Vec<PolicyRule> {
+    vec![
+        rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
+        rule("gpu.deckhouse.io", &["physicalgpus/status"], &["get", "patch"]),
+        rule("", &["pods"], &["get", "list", "watch"]),
+        rule(
+            "coordination.k8s.io",
+            &["leases"],
+            &["get", "list", "watch", "create", "patch", "update"],
+        ),
+        rule("events.k8s.io", &["events"], &["create", "patch"]),
+    ]
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A fixture host, the agent's uevent socket and its logs, in one temporary directory.
+pub struct AgentWorkspace {
+    pub dir: tempfile::TempDir,
+}
+
+impl AgentWorkspace {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    pub fn host_root(&self) -> PathBuf {
+        self.dir.path().join("host")
+    }
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("uevent.sock")
+    }
+    pub fn logs(&self) -> PathBuf {
+        self.dir.path().join("logs")
+    }
+}
+
+/// Starts gpu-node-agent for `node` on the workspace's fixture host with `kubeconfig`; returns the
+/// process and its health port.
+pub fn start_agent(ws: &AgentWorkspace, node: &str, kubeconfig: &Path) -> (ComponentProcess, u16) {
+    let port = free_port();
+    let env = [
+        ("NODE_NAME", node.to_owned()),
+        ("HOST_ROOT", ws.host_root().display().to_string()),
+        ("UEVENT_SOURCE", format!("socket:{}", ws.socket().display())),
+        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("LOG_LEVEL", "Debug".to_owned()),
+    ];
+    (
+        ComponentProcess::start("gpu-node-agent", &env, &ws.logs()).unwrap(),
+        port,
+    )
+}
+
+/// Waits until the component on `port` answers /readyz with 200.
+pub async fn wait_ready(port: u16, process: &ComponentProcess) {
+    wait_until(
+        &format!("{} ready on :{port}", process.name()),
+        Duration::from_secs(30),
+        || async {
+            let ready = std::process::Command::new("curl")
+                .args(["-fsS", "--max-time", "1", &format!("http://127.0.0.1:{port}/readyz")])
+                .output()?
+                .status
+                .success();
+            Ok(if ready {
+                Progress::Done(())
+            } else {
+                Progress::Pending(process.log().lines().last().unwrap_or("").to_owned())
+            })
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n--- {} log ---\n{}", process.name(), process.log()));
+}
+
+/// Sends raw uevent payloads to the agent's socket, as the kernel would broadcast them.
+pub fn send_uevents(socket: &Path, payloads: &[Vec<u8>]) {
+    let sender = std::os::unix::net::UnixDatagram::unbound().unwrap();
+    for payload in payloads {
+        sender.send_to(payload, socket).unwrap();
+    }
+}
+
+/// A kubeconfig for a ServiceAccount of `ns` bound (cluster-wide) to `rules`.
+pub async fn kubeconfig_for(ns: &TestNamespace, account: &str, rules: Vec<PolicyRule>, dir: &Path) -> PathBuf {
+    ns.kubeconfig_as(account, Access::Cluster(rules), dir).await.unwrap()
+}

@@ -1,0 +1,123 @@
+//! Runs one of the module's binaries as a real process for a test: built once per test process,
+//! logging to a file, killed when the handle drops.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+static BUILT: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// The path of workspace binary `name`, built (incrementally, in the test's own profile) the first
+/// time a test asks for it.
+pub fn component_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    let built = built.get_or_insert_with(HashSet::new);
+    // Test binaries live in <target>/debug/deps; the component lands in <target>/debug.
+    let exe = std::env::current_exe()?;
+    let debug_dir = exe.parent().and_then(Path::parent).context("test binary location")?;
+    if built.insert(name.to_owned()) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let target = debug_dir.parent().context("target dir")?;
+        let release = debug_dir.file_name().is_some_and(|d| d == "release");
+        let mut args = vec!["build", "--quiet", "-p", name];
+        if release {
+            args.push("--release");
+        }
+        let status = Command::new(cargo)
+            .args(args)
+            .current_dir(workspace)
+            .env("CARGO_TARGET_DIR", target)
+            .status()?;
+        if !status.success() {
+            bail!("cargo build -p {name} failed");
+        }
+    }
+    Ok(debug_dir.join(name))
+}
+
+/// A running component. Dropping it kills the process.
+pub struct ComponentProcess {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl ComponentProcess {
+    /// Starts binary `name` with exactly `env` (plus PATH), its output in `<log_dir>/<name>-<n>.log`.
+    pub fn start(name: &str, env: &[(&str, String)], log_dir: &Path) -> anyhow::Result<Self> {
+        let binary = component_binary(name)?;
+        std::fs::create_dir_all(log_dir)?;
+        let mut n = 0;
+        let log = loop {
+            let candidate = log_dir.join(format!("{name}-{n}.log"));
+            if !candidate.exists() {
+                break candidate;
+            }
+            n += 1;
+        };
+        let out = std::fs::File::create(&log)?;
+        let child = Command::new(&binary)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        Ok(Self {
+            name: name.to_owned(),
+            child,
+            log,
+        })
+    }
+
+    /// Everything the process has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Whether the process is still running (a crash loop would show up here).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// SIGTERM, then waits up to `grace` for a clean exit; returns the exit code if it exited.
+    pub fn terminate(&mut self, grace: Duration) -> Option<i32> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        None
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Resident memory of the process in KiB (VmRSS), for benchmarks.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+}
+
+impl Drop for ComponentProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

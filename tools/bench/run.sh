@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `make bench`: benchmarks against the real control plane (release builds), each printing its
+# numbers next to a baseline measured in the same run.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+k8s="${K8S:-1.34}"
+"$repo/tools/install/deps.sh"
+kubeconfig="$("$repo/tools/testbed/cluster-up.sh" "$k8s")"
+trap '"$repo/tools/testbed/cluster-down.sh" "$k8s"' EXIT
+cd "$repo/images/gpu-artifact"
+GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench inventory_hotplug
