@@ -1,0 +1,15 @@
+//! Processes running on a card: the evidence that a card is not free.
+
+use serde::{Deserialize, Serialize};
+
+/// A process holding a compute context on a card (or on one of its MIG
+/// instances, when the ids are set).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuProcess {
+    pub pid: u32,
+    /// Device memory the process uses, when the library can tell.
+    pub used_memory_bytes: Option<u64>,
+    pub gpu_instance_id: Option<u32>,
+    pub compute_instance_id: Option<u32>,
+}
