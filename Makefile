@@ -1,7 +1,9 @@
 # The two commands: `make test` (everything CI runs) and `make demo` (arrives with the node plugin).
 GPU_CACHE ?= $(HOME)/.cache/deckhouse-gpu
 export GPU_CACHE
-export CARGO_TARGET_DIR ?= $(GPU_CACHE)/cargo-target
+# One cargo target directory per checkout: cargo trusts an artifact whose recorded sources (absolute
+# paths) look older than it, so two checkouts sharing one target directory can link each other's code.
+export CARGO_TARGET_DIR ?= $(GPU_CACHE)/cargo-target/$(shell printf '%s' "$(CURDIR)" | sha1sum | cut -c1-12)
 K8S ?= 1.34
 
 .PHONY: test demo bench control-plane cluster-up cluster-down fmt lint crds

@@ -1,4 +1,5 @@
-//! `/healthz` (the process serves requests) and `/readyz` (every registered part is ready).
+//! `/healthz` (the process serves requests), `/readyz` (every registered part is ready) and, for
+//! components with metrics, `/metrics` in the Prometheus text format.
 //!
 //! Readiness is a set of named gates: a component registers one per thing it needs (a synced
 //! informer cache, a registered kubelet plugin) and the probe answers 503 naming what is missing.
@@ -11,6 +12,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
+use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
 use crate::Shutdown;
@@ -52,14 +54,28 @@ pub struct HealthServer {
 }
 
 impl HealthServer {
-    /// Binds `addr` and serves until `shutdown` fires.
+    /// Binds `addr` and serves the probes until `shutdown` fires.
     pub async fn start(addr: SocketAddr, readiness: Readiness, shutdown: Shutdown) -> std::io::Result<Self> {
+        Self::start_with_metrics(addr, readiness, None, shutdown).await
+    }
+
+    /// Like [`Self::start`], plus `/metrics` from `registry`. In a cluster only the kube-rbac-proxy
+    /// sidecar reaches this port: bind it to 127.0.0.1 there.
+    pub async fn start_with_metrics(
+        addr: SocketAddr,
+        readiness: Readiness,
+        registry: Option<Arc<Registry>>,
+        shutdown: Shutdown,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
-        let app = Router::new()
+        let mut app = Router::new()
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
             .with_state(readiness);
+        if let Some(registry) = registry {
+            app = app.route("/metrics", get(move || metrics(registry.clone())));
+        }
         tokio::spawn(async move {
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(async move { shutdown.cancelled().await })
@@ -73,6 +89,14 @@ impl HealthServer {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+}
+
+async fn metrics(registry: Arc<Registry>) -> (StatusCode, [(&'static str, &'static str); 1], String) {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, &registry) {
+        Ok(()) => (StatusCode::OK, [("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")], body),
+        Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, [("content-type", "text/plain")], error.to_string()),
     }
 }
 
@@ -100,6 +124,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn metrics_are_served_in_the_prometheus_format() {
+        let mut registry = Registry::default();
+        let counter = prometheus_client::metrics::counter::Counter::<u64>::default();
+        registry.register("gpu_test_events", "Events seen by the test", counter.clone());
+        counter.inc_by(3);
+        let shutdown = Shutdown::new();
+        let server = HealthServer::start_with_metrics(
+            "127.0.0.1:0".parse().unwrap(),
+            Readiness::default(),
+            Some(Arc::new(registry)),
+            shutdown.clone(),
+        )
+        .await
+        .unwrap();
+        let (code, body) = get(server.local_addr(), "/metrics").await;
+        assert_eq!(code, 200);
+        assert!(body.contains("gpu_test_events_total 3"), "{body}");
+        shutdown.trigger();
+    }
+
+    #[tokio::test]
     async fn readyz_names_pending_gates_until_all_are_ready() {
         let readiness = Readiness::default();
         readiness.register("informers-synced");
@@ -122,6 +167,8 @@ mod tests {
         );
         readiness.set("plugin-registered", true);
         assert_eq!(get(addr, "/readyz").await, (200, "ok".to_owned()));
+
+        assert_eq!(get(addr, "/metrics").await.0, 404, "no metrics route without a registry");
 
         shutdown.trigger();
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;

@@ -1,1 +1,34 @@
-//! The allocation engine: ResourceSlices, DeviceClasses and claims in, AllocationResults shaped as the kube-scheduler writes them out, with best fit and the gpu module's safety invariants. Pure: no I/O.
+//! The allocation engine of the gpu module: ResourceSlices, DeviceClasses and claims in,
+//! `AllocationResult`s shaped as the kube-scheduler writes them out. Same semantics as the
+//! scheduler's structured allocator (CEL selectors, counters in the 1.34 and 1.35+ slice layouts,
+//! consumable capacity with request policies and `shareID`, `ExactCount`/`All`,
+//! `firstAvailable`, `matchAttribute`/`distinctAttribute`, admin access, taints, node selection),
+//! plus the module's safety invariants and best fit instead of the first solution.
+//!
+//! It must never do I/O, hold Kubernetes clients or decide when to allocate: the controller does
+//! that and calls `Allocator::allocate`, then `Allocator::commit` once the status is written.
+//!
+//! Deliberate differences from the scheduler: counters of a multi-allocatable device are charged
+//! once however many shares it has, also across scheduling cycles (the 1.36.2 fix); devices with
+//! binding conditions are never picked; without a node, node-selector slices are not used.
+
+mod allocator;
+mod audit;
+mod best_fit;
+mod candidates;
+mod capacity;
+mod constraint;
+mod error;
+mod inventory;
+mod node_selection;
+mod request;
+mod result;
+mod search;
+mod taints;
+mod usage;
+
+pub use allocator::Allocator;
+pub use audit::InvariantViolation;
+pub use error::AllocationError;
+pub use inventory::{GPU_DRIVER, IgnoredSlice};
+pub use request::ALLOCATION_RESULTS_MAX_SIZE;

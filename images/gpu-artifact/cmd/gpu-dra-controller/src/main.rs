@@ -1,0 +1,49 @@
+//! gpu-dra-controller: reads the config, wires logging, probes, metrics, shutdown and leader
+//! election, runs the allocation controller.
+//!
+//! Environment: `POD_NAMESPACE` and `POD_NAME` (the Lease and this replica's identity),
+//! `LEADER_ELECTION` (default `true`), `HEALTH_ADDR` (probes and `/metrics`, default
+//! `127.0.0.1:8080`, reached through kube-rbac-proxy), `LOG_LEVEL`.
+
+use std::sync::Arc;
+
+use claim_allocation::controller::run;
+use claim_allocation::metrics::Metrics;
+use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_termination};
+use controller_plumbing::LeaderElection;
+use prometheus_client::registry::Registry;
+
+fn env(key: &str, default: &str) -> String {
+    std::env::var(key)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    init_logging()?;
+    let identity = env("POD_NAME", &std::process::id().to_string());
+    tracing::info!(%identity, "starting gpu-dra-controller");
+    let shutdown = Shutdown::new();
+    let readiness = Readiness::default();
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let addr = env("HEALTH_ADDR", "127.0.0.1:8080").parse()?;
+    HealthServer::start_with_metrics(addr, readiness.clone(), Some(Arc::new(registry)), shutdown.clone()).await?;
+    let client = kube::Client::try_default().await?;
+    tokio::spawn(wait_for_termination(shutdown.clone()));
+    let election = match env("LEADER_ELECTION", "true").as_str() {
+        "false" => None,
+        _ => Some(
+            LeaderElection::start(
+                client.clone(),
+                &env("POD_NAMESPACE", "d8-gpu"),
+                "gpu-dra-controller",
+                &identity,
+            )
+            .await?,
+        ),
+    };
+    run(client, metrics, election, readiness, shutdown).await
+}

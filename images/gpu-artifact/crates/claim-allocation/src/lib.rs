@@ -1,0 +1,18 @@
+//! gpu-dra-controller's work. The kube-scheduler allocates most claims itself; this controller
+//! allocates only what the scheduler is not about to take ([`selection`]): standalone claims of our
+//! driver that no Pod uses yet, and the claims of Pods that carry the scheduling gate
+//! `gpu.deckhouse.io/allocation` (it then removes the gate, and the scheduler binds the Pod to the
+//! node of the allocation). [`pass`] runs one allocation round with the engine and writes results
+//! with a resourceVersion precondition: a conflict means someone else allocated, and the claim is
+//! re-read, never overwritten. Every allocated claim of our driver is audited against the safety
+//! invariants, whoever allocated it ([`metrics`], Events).
+//!
+//! It never touches nodes, and it is never needed for safety: the published counters are.
+
+pub mod controller;
+pub mod metrics;
+pub mod pass;
+pub mod selection;
+
+/// Field manager and Event reporter of everything this controller writes.
+pub const FIELD_MANAGER: &str = "gpu-dra-controller";

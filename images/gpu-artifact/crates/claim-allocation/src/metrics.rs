@@ -1,0 +1,178 @@
+//! The controller's metrics: what is allocated (by class, device type and node, whoever allocated
+//! it), how long our allocations took, and every broken invariant.
+
+use std::collections::BTreeMap;
+
+use dra_allocator::GPU_DRIVER;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+#[allow(non_snake_case)]
+pub struct AllocationLabels {
+    pub class: String,
+    /// The metric's label is `deviceType`, like the device attribute it comes from.
+    pub deviceType: String,
+    pub node: String,
+}
+
+#[derive(Clone)]
+pub struct Metrics {
+    pub allocations: Family<AllocationLabels, Gauge>,
+    pub latency: Histogram,
+    pub violations: Counter,
+    pub ignored_slices: Gauge,
+}
+
+impl Metrics {
+    pub fn register(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            allocations: Family::default(),
+            latency: Histogram::new([0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
+            violations: Counter::default(),
+            ignored_slices: Gauge::default(),
+        };
+        registry.register(
+            "gpu_dra_claim_allocations",
+            "Allocated device results of the gpu.deckhouse.io driver, whoever allocated them",
+            metrics.allocations.clone(),
+        );
+        registry.register(
+            "gpu_dra_allocation_latency_seconds",
+            "Time from a claim's creation to the allocation this controller wrote",
+            metrics.latency.clone(),
+        );
+        registry.register(
+            "gpu_dra_invariant_violations",
+            "Allocated devices that break a safety invariant, counted once per claim and device",
+            metrics.violations.clone(),
+        );
+        registry.register(
+            "gpu_dra_ignored_slices",
+            "ResourceSlices skipped because they are malformed",
+            metrics.ignored_slices.clone(),
+        );
+        metrics
+    }
+
+    /// Replaces the allocation gauges with `counts`.
+    pub fn set_allocations(&self, counts: &BTreeMap<AllocationLabels, i64>) {
+        self.allocations.clear();
+        for (labels, count) in counts {
+            self.allocations.get_or_create(labels).set(*count);
+        }
+    }
+}
+
+/// Counts allocated results of our driver by (class, device type, node). The device type and node
+/// come from the published slices; a device no longer published counts as `unknown`.
+pub fn allocation_counts(claims: &[ResourceClaim], slices: &[ResourceSlice]) -> BTreeMap<AllocationLabels, i64> {
+    let mut devices: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
+    for slice in slices.iter().filter(|s| s.spec.driver == GPU_DRIVER) {
+        let node = slice.spec.node_name.clone().unwrap_or_default();
+        for device in slice.spec.devices.iter().flatten() {
+            let device_type = device
+                .attributes
+                .as_ref()
+                .and_then(|a| a.get("gpu.deckhouse.io/deviceType").or_else(|| a.get("deviceType")))
+                .and_then(|v| v.string.clone())
+                .unwrap_or_else(|| "unknown".into());
+            devices.insert(
+                (slice.spec.pool.name.clone(), device.name.clone()),
+                (device_type, node.clone()),
+            );
+        }
+    }
+    let mut counts = BTreeMap::new();
+    for claim in claims {
+        let Some(allocation) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) else {
+            continue;
+        };
+        for result in allocation.devices.iter().flat_map(|d| d.results.iter().flatten()) {
+            if result.driver != GPU_DRIVER {
+                continue;
+            }
+            let (device_type, node) = devices
+                .get(&(result.pool.clone(), result.device.clone()))
+                .cloned()
+                .unwrap_or_else(|| ("unknown".into(), "unknown".into()));
+            let labels = AllocationLabels {
+                class: request_class(claim, &result.request),
+                deviceType: device_type,
+                node,
+            };
+            *counts.entry(labels).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// The class a result's request (`<req>` or `<req>/<sub>`) asked for.
+fn request_class(claim: &ResourceClaim, request: &str) -> String {
+    let (main, sub) = request.split_once('/').map_or((request, None), |(m, s)| (m, Some(s)));
+    claim
+        .spec
+        .devices
+        .iter()
+        .flat_map(|d| d.requests.iter().flatten())
+        .find(|r| r.name == main)
+        .and_then(|r| match sub {
+            None => r.exactly.as_ref().map(|e| e.device_class_name.clone()),
+            Some(sub) => r
+                .first_available
+                .iter()
+                .flatten()
+                .find(|s| s.name == sub)
+                .map(|s| s.device_class_name.clone()),
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn counts_results_by_class_device_type_and_node() {
+        let slice: ResourceSlice = serde_json::from_value(json!({
+            "metadata": {"name": "s"},
+            "spec": {"driver": "gpu.deckhouse.io", "nodeName": "w1", "pool": {"name": "gpus/w1", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu0", "attributes": {"gpu.deckhouse.io/deviceType": {"string": "MIG"}}}]}
+        }))
+        .unwrap();
+        let claim = |name: &str, request: &str| -> ResourceClaim {
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"devices": {"requests": [
+                    {"name": "gpu", "exactly": {"deviceClassName": "mig-1g"}},
+                    {"name": "alt", "firstAvailable": [{"name": "big", "deviceClassName": "a100"}]}]}},
+                "status": {"allocation": {"devices": {"results": [
+                    {"request": request, "driver": "gpu.deckhouse.io", "pool": "gpus/w1", "device": "gpu0"},
+                    {"request": request, "driver": "other.example.com", "pool": "p", "device": "d"}]}}}
+            }))
+            .unwrap()
+        };
+        let counts = allocation_counts(&[claim("a", "gpu"), claim("b", "gpu"), claim("c", "alt/big")], &[slice]);
+        let mig = AllocationLabels {
+            class: "mig-1g".into(),
+            deviceType: "MIG".into(),
+            node: "w1".into(),
+        };
+        let sub = AllocationLabels {
+            class: "a100".into(),
+            deviceType: "MIG".into(),
+            node: "w1".into(),
+        };
+        assert_eq!(
+            counts,
+            BTreeMap::from([(mig, 2), (sub, 1)]),
+            "other drivers are not counted"
+        );
+    }
+}

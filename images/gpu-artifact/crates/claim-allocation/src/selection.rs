@@ -1,0 +1,210 @@
+//! Which claims this controller may allocate. Pure: stores in, work out.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use dra_allocator::GPU_DRIVER;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim};
+use kube::ResourceExt;
+
+/// Pods with this scheduling gate wait for us to allocate their claims.
+pub const SCHEDULING_GATE: &str = "gpu.deckhouse.io/allocation";
+
+/// A gated Pod and its claims, all created and none allocated yet.
+pub struct GatedPod {
+    pub pod: Arc<Pod>,
+    pub claims: Vec<Arc<ResourceClaim>>,
+}
+
+#[derive(Default)]
+pub struct Work {
+    pub standalone: Vec<Arc<ResourceClaim>>,
+    pub gated: Vec<GatedPod>,
+}
+
+/// A class is ours when it selects our driver or configures it; claims of other drivers are left
+/// to their own controllers.
+pub fn is_our_class(class: &DeviceClass) -> bool {
+    let selects = class.spec.selectors.iter().flatten().any(|s| {
+        s.cel
+            .as_ref()
+            .is_some_and(|cel| cel.expression.contains(&format!("\"{GPU_DRIVER}\"")))
+    });
+    let configures = class
+        .spec
+        .config
+        .iter()
+        .flatten()
+        .any(|c| c.opaque.as_ref().is_some_and(|o| o.driver == GPU_DRIVER));
+    selects || configures
+}
+
+fn class_names(claim: &ResourceClaim) -> Vec<&str> {
+    let mut names = vec![];
+    for request in claim.spec.devices.iter().flat_map(|d| d.requests.iter().flatten()) {
+        if let Some(exact) = &request.exactly {
+            names.push(exact.device_class_name.as_str());
+        }
+        for sub in request.first_available.iter().flatten() {
+            names.push(sub.device_class_name.as_str());
+        }
+    }
+    names
+}
+
+/// True when any request of `claim` names one of our classes, or a class that does not exist: no
+/// driver can allocate such a claim, and its user must hear why (once, as an Event).
+pub fn is_our_claim(claim: &ResourceClaim, classes: &HashMap<String, Arc<DeviceClass>>) -> bool {
+    class_names(claim)
+        .iter()
+        .any(|name| classes.get(*name).is_none_or(|c| is_our_class(c)))
+}
+
+fn allocated(claim: &ResourceClaim) -> bool {
+    claim.status.as_ref().is_some_and(|s| s.allocation.is_some())
+}
+
+/// The claim names a Pod uses, directly or made from its templates (as the controller-manager
+/// reports them in the Pod's status).
+fn pod_claim_names(pod: &Pod) -> (Vec<String>, bool) {
+    let mut names = vec![];
+    let mut complete = true;
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.clone())
+        .unwrap_or_default();
+    for claim in pod.spec.iter().flat_map(|s| s.resource_claims.iter().flatten()) {
+        if let Some(name) = &claim.resource_claim_name {
+            names.push(name.clone());
+        } else if claim.resource_claim_template_name.is_some() {
+            match statuses
+                .iter()
+                .find(|s| s.name == claim.name)
+                .and_then(|s| s.resource_claim_name.clone())
+            {
+                Some(name) => names.push(name),
+                None => complete = false,
+            }
+        }
+    }
+    (names, complete)
+}
+
+pub fn plan(claims: &[Arc<ResourceClaim>], pods: &[Arc<Pod>], classes: &HashMap<String, Arc<DeviceClass>>) -> Work {
+    let by_key: HashMap<(String, String), &Arc<ResourceClaim>> = claims
+        .iter()
+        .map(|c| ((c.namespace().unwrap_or_default(), c.name_any()), c))
+        .collect();
+    let mut used: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut work = Work::default();
+    for pod in pods {
+        let namespace = pod.namespace().unwrap_or_default();
+        let (names, complete) = pod_claim_names(pod);
+        used.extend(names.iter().map(|n| (namespace.clone(), n.clone())));
+        let gated = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.scheduling_gates.iter().flatten())
+            .any(|g| g.name == SCHEDULING_GATE);
+        if !gated || pod.metadata.deletion_timestamp.is_some() || !complete {
+            continue;
+        }
+        let found: Vec<_> = names
+            .iter()
+            .filter_map(|n| by_key.get(&(namespace.clone(), n.clone())).map(|c| (*c).clone()))
+            .collect();
+        if found.len() == names.len() && !found.is_empty() {
+            let claims = found.into_iter().filter(|c| !allocated(c)).collect();
+            work.gated.push(GatedPod {
+                pod: pod.clone(),
+                claims,
+            });
+        }
+    }
+    for claim in claims {
+        let key = (claim.namespace().unwrap_or_default(), claim.name_any());
+        let reserved = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.reserved_for.as_ref())
+            .is_some_and(|r| !r.is_empty());
+        let owned_by_pod = claim.owner_references().iter().any(|o| o.kind == "Pod");
+        if !allocated(claim) && !reserved && !owned_by_pod && !used.contains(&key) && is_our_claim(claim, classes) {
+            work.standalone.push(claim.clone());
+        }
+    }
+    work
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn arc<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Arc<T> {
+        Arc::new(serde_json::from_value(v).unwrap())
+    }
+
+    fn claim(name: &str, class: &str) -> Arc<ResourceClaim> {
+        arc(json!({"metadata": {"name": name, "namespace": "ns", "uid": name},
+                   "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class}}]}}}))
+    }
+
+    fn classes() -> HashMap<String, Arc<DeviceClass>> {
+        let ours = arc(
+            json!({"metadata": {"name": "a30"}, "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.deckhouse.io\""}}]}}),
+        );
+        let theirs = arc(
+            json!({"metadata": {"name": "nic"}, "spec": {"selectors": [{"cel": {"expression": "device.driver == \"net.example.com\""}}]}}),
+        );
+        HashMap::from([("a30".to_owned(), ours), ("nic".to_owned(), theirs)])
+    }
+
+    #[test]
+    fn standalone_claims_are_ours_unused_and_unallocated() {
+        let mut used = (*claim("used", "a30")).clone();
+        used.metadata.uid = Some("used".into());
+        let used = Arc::new(used);
+        let pod: Arc<Pod> = arc(json!({"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimName": "used"}]}}));
+        let claims = vec![
+            claim("free", "a30"),
+            claim("nic", "nic"),
+            claim("missing-class", "nope"),
+            used,
+        ];
+        let work = plan(&claims, &[pod], &classes());
+        let names: Vec<_> = work.standalone.iter().map(|c| c.name_any()).collect();
+        assert_eq!(
+            names,
+            ["free", "missing-class"],
+            "other drivers' claims and claims a Pod uses are not ours to allocate"
+        );
+        assert!(work.gated.is_empty());
+    }
+
+    #[test]
+    fn gated_pods_wait_until_their_template_claims_exist() {
+        let gated = |statuses: serde_json::Value| -> Arc<Pod> {
+            arc(json!({"metadata": {"name": "p", "namespace": "ns"},
+                "spec": {"containers": [], "schedulingGates": [{"name": SCHEDULING_GATE}],
+                         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
+                "status": {"resourceClaimStatuses": statuses}}))
+        };
+        let claims = vec![claim("p-gpu-x", "a30")];
+        assert!(
+            plan(&claims, &[gated(json!([]))], &classes()).gated.is_empty(),
+            "claim not created yet"
+        );
+        let work = plan(
+            &claims,
+            &[gated(json!([{"name": "gpu", "resourceClaimName": "p-gpu-x"}]))],
+            &classes(),
+        );
+        assert_eq!(work.gated.len(), 1);
+        assert_eq!(work.gated[0].claims[0].name_any(), "p-gpu-x");
+        assert!(work.standalone.is_empty(), "a claim a Pod uses is never standalone");
+    }
+}

@@ -1,0 +1,21 @@
+//go:build k8s_v034
+
+package main
+
+import (
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+)
+
+// Kubernetes v1.34.4 as the test bed runs it: DRAPartitionableDevices and DRAConsumableCapacity
+// switched on (alpha), DRAPrioritizedList, DRAAdminAccess and DRAResourceClaimDeviceStatus on by
+// default (beta). DRADeviceTaints and DRADeviceBindingConditions are alpha and stay off.
+var allocatorFeatures = structured.Features{
+	AdminAccess:          true,
+	ConsumableCapacity:   true,
+	DeviceStatus:         true,
+	PartitionableDevices: true,
+	PrioritizedList:      true,
+}
+
+var celFeatures = cel.Features{EnableConsumableCapacity: true}
