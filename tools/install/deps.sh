@@ -7,6 +7,10 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
 command -v python3 >/dev/null || need+=(python3)
 command -v setsid >/dev/null || need+=(util-linux)
+# promtool checks the module's Prometheus rules (the package also ships a server we never start).
+command -v promtool >/dev/null || need+=(prometheus)
+# The docs generator and the dashboard check read YAML.
+python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]} from Debian packages"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

@@ -35,6 +35,14 @@ phase "format and lint"
 phase "unit and integration tests (no cluster)"
 cargo_test unit --workspace --exclude e2e --locked --no-fail-fast
 
+# --- module package (issue 7): helm, rules, dashboards, docs; helm is exported for the e2e chart tests ---
+phase "module package: promtool, dashboards, generated docs"
+if HELM_BIN="$("$repo/tools/install/helm.sh")"; then export HELM_BIN; else failed_phases+=("helm install"); fi
+"$repo/tools/test/module-checks.sh" 2>&1 | tee "$logs/module-checks.log"
+[ "${PIPESTATUS[0]}" = 0 ] || failed_phases+=("module checks")
+grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/module-checks.log" | sed -E 's/([0-9]+) passed, ([0-9]+) failed/\1 \2/' >> "$summary"
+# --- end module package ---
+
 for k8s in $versions; do
   phase "e2e against Kubernetes $k8s"
   t0=$(date +%s)

@@ -95,8 +95,19 @@ impl HealthServer {
 async fn metrics(registry: Arc<Registry>) -> (StatusCode, [(&'static str, &'static str); 1], String) {
     let mut body = String::new();
     match prometheus_client::encoding::text::encode(&mut body, &registry) {
-        Ok(()) => (StatusCode::OK, [("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")], body),
-        Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, [("content-type", "text/plain")], error.to_string()),
+        Ok(()) => (
+            StatusCode::OK,
+            [(
+                "content-type",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            body,
+        ),
+        Err(error) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [("content-type", "text/plain")],
+            error.to_string(),
+        ),
     }
 }
 
@@ -168,7 +179,11 @@ mod tests {
         readiness.set("plugin-registered", true);
         assert_eq!(get(addr, "/readyz").await, (200, "ok".to_owned()));
 
-        assert_eq!(get(addr, "/metrics").await.0, 404, "no metrics route without a registry");
+        assert_eq!(
+            get(addr, "/metrics").await.0,
+            404,
+            "no metrics route without a registry"
+        );
 
         shutdown.trigger();
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;

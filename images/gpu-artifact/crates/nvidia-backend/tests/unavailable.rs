@@ -62,6 +62,6 @@ fn an_unknown_pci_address_is_not_found() {
 fn nvml_spellings_of_the_address_reach_the_same_card() {
     let node = MockNode::from_fixture("h100-pcie.yaml");
     let backend = node.backend();
-    let from_nvml: PciAddress = "00000000:C1:00.0".parse().unwrap();
+    let from_nvml: PciAddress = "00000000:41:00.0".parse().unwrap();
     assert_eq!(backend.inventory(&from_nvml).unwrap().uuid, node.card(0).uuid);
 }

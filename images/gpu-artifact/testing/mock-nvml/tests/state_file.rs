@@ -47,7 +47,7 @@ fn concurrent_updates_are_all_kept() {
 fn unknown_cards_are_refused() {
     let dir = tempfile::TempDir::new().unwrap();
     let state = MockStateFile::open(&machine_fixture("a30.yaml"), &dir.path().join("state.json")).unwrap();
-    assert!(state.inject_xid("0000:01:00.0", 79, None, None).is_err());
+    assert!(state.inject_xid("0000:99:00.0", 79, None, None).is_err());
     assert!(state.snapshot().unwrap().xid_events.is_empty());
 }
 

@@ -86,6 +86,15 @@ pub fn controller_rules() -> Vec<PolicyRule> {
     ]
 }
 
+/// What gpu-handler may do: read its node's PhysicalGPUs, write their status, publish Events.
+pub fn handler_rules() -> Vec<PolicyRule> {
+    vec![
+        rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
+        rule("gpu.deckhouse.io", &["physicalgpus/status"], &["get", "patch"]),
+        rule("events.k8s.io", &["events"], &["create", "patch"]),
+    ]
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -128,6 +137,27 @@ pub fn start_agent(ws: &AgentWorkspace, node: &str, kubeconfig: &Path) -> (Compo
         ComponentProcess::start("gpu-node-agent", &env, &ws.logs()).unwrap(),
         port,
     )
+}
+
+/// Starts gpu-handler for `node`, loading NVML from `nvml_library`, re-reading it every second (so a
+/// change made behind the handler's back shows within the tests' deadlines); returns the process and
+/// its health port.
+pub fn start_handler(
+    ws: &AgentWorkspace,
+    node: &str,
+    kubeconfig: &Path,
+    nvml_library: &Path,
+) -> (ComponentProcess, u16) {
+    let port = free_port();
+    let env = [
+        ("NODE_NAME", node.to_owned()),
+        ("NVML_LIBRARY", nvml_library.display().to_string()),
+        ("NVML_RESYNC_INTERVAL", "1s".to_owned()),
+        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("LOG_LEVEL", "Debug".to_owned()),
+    ];
+    (ComponentProcess::start("gpu-handler", &env, &ws.logs()).unwrap(), port)
 }
 
 /// Waits until the component on `port` answers /readyz with 200.

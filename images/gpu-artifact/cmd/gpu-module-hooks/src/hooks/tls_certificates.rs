@@ -1,0 +1,96 @@
+//! tls-certificates: the module's root CA and the serving certificate of every kube-rbac-proxy
+//! sidecar, into `internal.rootCA` and `internal.metrics.cert`. What the Secrets rendered from them
+//! hold is kept across runs; a certificate is made anew when it is missing, does not parse, nears its
+//! expiry, names other hosts than wanted (e.g. the cluster domain changed), or when the CA is new.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::certificates::{PemPair, ca_is_current, leaf_is_current, new_root_ca, new_serving_certificate};
+use crate::protocol::{HookConfig, HookInput, HookMetadata, HookOutput, QUEUE, snapshot_binding};
+
+const BINDING: &str = "secrets";
+pub const ROOT_CA_SECRET: &str = "gpu-root-ca";
+pub const METRICS_SECRET: &str = "gpu-metrics-tls";
+const JQ_FILTER: &str =
+    r#"{"name": .metadata.name, "ca": .data."ca.crt", "crt": .data."tls.crt", "key": .data."tls.key"}"#;
+/// The Services whose names clients use to reach a kube-rbac-proxy.
+const SERVICES: [&str; 1] = ["gpu-controller-metrics"];
+
+pub fn config() -> HookConfig {
+    let mut secrets = snapshot_binding(BINDING, "v1", "Secret", JQ_FILTER, false);
+    secrets["nameSelector"] = json!({"matchNames": [ROOT_CA_SECRET, METRICS_SECRET]});
+    secrets["namespace"] = json!({"nameSelector": {"matchNames": ["d8-gpu"]}});
+    HookConfig {
+        config_version: "v1",
+        metadata: HookMetadata {
+            name: "tls-certificates",
+            path: "gpu/tls-certificates",
+        },
+        before_helm: Some(5),
+        // Daily, so a certificate is renewed well before it expires even when nothing else happens.
+        schedule: vec![json!({"name": "renew", "crontab": "42 4 * * *", "queue": QUEUE})],
+        kubernetes: vec![secrets],
+        ..HookConfig::default()
+    }
+}
+
+/// The hosts the serving certificate names, for `cluster_domain`.
+pub fn wanted_hosts(cluster_domain: &str) -> Vec<String> {
+    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+    for service in SERVICES {
+        hosts.push(service.to_owned());
+        hosts.push(format!("{service}.d8-gpu"));
+        hosts.push(format!("{service}.d8-gpu.svc"));
+        hosts.push(format!("{service}.d8-gpu.svc.{cluster_domain}"));
+    }
+    hosts
+}
+
+pub fn run(input: &HookInput) -> anyhow::Result<HookOutput> {
+    let now = OffsetDateTime::now_utc();
+    let cluster_domain = input
+        .value("/global/discovery/clusterDomain")
+        .and_then(Value::as_str)
+        .unwrap_or("cluster.local");
+    let hosts = wanted_hosts(cluster_domain);
+    let stored_ca = stored(input, ROOT_CA_SECRET);
+    let stored_leaf = stored(input, METRICS_SECRET);
+
+    let ca = match stored_ca {
+        Some((pair, _)) if ca_is_current(&pair, now) => pair,
+        _ => new_root_ca("d8-gpu-root-ca", now)?,
+    };
+    let leaf = match stored_leaf {
+        Some((pair, issued_by)) if issued_by == ca.crt && leaf_is_current(&pair, &ca, &hosts, now) => pair,
+        _ => new_serving_certificate(&ca, "gpu-metrics", &hosts, now)?,
+    };
+    let mut output = HookOutput::default();
+    output.set_value("internal/rootCA", json!({"crt": ca.crt, "key": ca.key}));
+    output.set_value(
+        "internal/metrics/cert",
+        json!({"ca": ca.crt, "crt": leaf.crt, "key": leaf.key}),
+    );
+    Ok(output)
+}
+
+/// The certificate, key and `ca.crt` a Secret of the snapshot holds, decoded.
+fn stored(input: &HookInput, secret: &str) -> Option<(PemPair, String)> {
+    let item = input
+        .snapshot(BINDING)
+        .iter()
+        .find(|s| s.get("name").and_then(Value::as_str) == Some(secret))?;
+    let field = |name: &str| -> Option<String> {
+        let encoded = item.get(name)?.as_str()?;
+        String::from_utf8(STANDARD.decode(encoded).ok()?).ok()
+    };
+    Some((
+        PemPair {
+            crt: field("crt")?,
+            key: field("key")?,
+        },
+        field("ca").unwrap_or_default(),
+    ))
+}

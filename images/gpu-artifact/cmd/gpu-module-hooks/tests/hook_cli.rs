@@ -1,0 +1,144 @@
+//! The hooks binary as addon-operator runs it: `hook list` with an empty environment, `hook config`,
+//! and `hook run` from binding-context fixture files, compared with the values patch it writes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_gpu-module-hooks");
+const BOOTSTRAP_NODES: &str = "3";
+const TLS_CERTIFICATES: &str = "2";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Runs `hook run <index>` with `contexts` and `values`; returns the values patch it wrote.
+fn run_hook(index: &str, contexts: &Value, values: &Value) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    std::fs::write(path("context.json"), contexts.to_string()).unwrap();
+    std::fs::write(path("values.json"), values.to_string()).unwrap();
+    std::fs::write(path("values-patch.json"), "").unwrap();
+    std::fs::write(path("kubernetes-patch.json"), "").unwrap();
+    let out = Command::new(BINARY)
+        .args(["hook", "run", index])
+        .env_clear()
+        .env("BINDING_CONTEXT_PATH", path("context.json"))
+        .env("VALUES_PATH", path("values.json"))
+        .env("VALUES_JSON_PATCH_PATH", path("values-patch.json"))
+        .env("KUBERNETES_PATCH_PATH", path("kubernetes-patch.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hook {index} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(path("values-patch.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn list_works_with_an_empty_environment_and_matches_config() {
+    let out = Command::new(BINARY)
+        .args(["hook", "list"])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("Found 4 items:\n"), "{text}");
+    assert!(text.contains("3 - bootstrap-nodes"), "{text}");
+
+    let out = Command::new(BINARY).args(["hook", "config"]).output().unwrap();
+    let config: Value = serde_json::from_slice(&out.stdout).expect("hook config prints only JSON");
+    assert_eq!(config["version"], "v1");
+    let hooks = config["hooks"].as_array().unwrap();
+    let names: Vec<&str> = hooks.iter().map(|h| h["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "ensure-crds",
+            "feature-discovery",
+            "tls-certificates",
+            "bootstrap-nodes"
+        ]
+    );
+    assert_eq!(hooks[0]["onStartup"], 5);
+    let gpus = &hooks[3]["kubernetes"][0];
+    assert_eq!(
+        (gpus["kind"].as_str(), gpus["executeHookOnEvent"].as_bool()),
+        (Some("PhysicalGPU"), Some(true))
+    );
+    assert_eq!(hooks[2]["kubernetes"][0]["executeHookOnEvent"], false);
+}
+
+#[test]
+fn an_unknown_hook_fails_with_a_message_on_stderr() {
+    let out = Command::new(BINARY).args(["hook", "run", "9"]).output().unwrap();
+    assert!(!out.status.success());
+    let message: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert!(
+        message["message"].as_str().unwrap().contains("no hook \"9\""),
+        "{message}"
+    );
+}
+
+#[test]
+fn bootstrap_nodes_golden_fixtures() {
+    for case in ["no-gpus", "inventoried", "driver-ready-on-one-node"] {
+        let dir = fixtures().join("bootstrap-nodes").join(case);
+        let read =
+            |name: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap() };
+        let patch = run_hook(BOOTSTRAP_NODES, &read("binding-context.json"), &json!({}));
+        let expected = dir.join("expected-values-patch.json");
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(&expected, serde_json::to_string_pretty(&patch).unwrap() + "\n").unwrap();
+        }
+        assert_eq!(patch, read("expected-values-patch.json"), "case {case}");
+    }
+}
+
+/// The patch's value at `path`.
+fn patched<'a>(patch: &'a Value, path: &str) -> &'a Value {
+    &patch.as_array().unwrap().iter().find(|op| op["path"] == path).unwrap()["value"]
+}
+
+/// The Secret snapshots the templates would render from a tls-certificates patch.
+fn secrets_from(patch: &Value) -> Value {
+    use base64::Engine;
+    let b64 = |v: &Value| base64::engine::general_purpose::STANDARD.encode(v.as_str().unwrap());
+    let ca = patched(patch, "/gpu/internal/rootCA");
+    let leaf = patched(patch, "/gpu/internal/metrics/cert");
+    json!([{"binding": "beforeHelm", "snapshots": {"secrets": [
+        {"filterResult": {"name": "gpu-root-ca", "ca": null, "crt": b64(&ca["crt"]), "key": b64(&ca["key"])}},
+        {"filterResult": {"name": "gpu-metrics-tls", "ca": b64(&leaf["ca"]), "crt": b64(&leaf["crt"]), "key": b64(&leaf["key"])}}
+    ]}}])
+}
+
+#[test]
+fn tls_certificates_are_kept_from_their_secrets_and_renewed_when_names_change() {
+    let values = json!({"global": {"discovery": {"clusterDomain": "cluster.local"}}});
+    let first = run_hook(
+        TLS_CERTIFICATES,
+        &json!([{"binding": "beforeHelm", "snapshots": {"secrets": []}}]),
+        &values,
+    );
+    let ca = patched(&first, "/gpu/internal/rootCA");
+    let leaf = patched(&first, "/gpu/internal/metrics/cert");
+    assert!(ca["crt"].as_str().unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
+    assert_eq!(leaf["ca"], ca["crt"]);
+
+    let second = run_hook(TLS_CERTIFICATES, &secrets_from(&first), &values);
+    assert_eq!(second, first, "a current CA and certificate are kept as they are");
+
+    let renamed = json!({"global": {"discovery": {"clusterDomain": "corp.example"}}});
+    let third = run_hook(TLS_CERTIFICATES, &secrets_from(&first), &renamed);
+    assert_eq!(patched(&third, "/gpu/internal/rootCA"), ca, "the CA stays");
+    assert_ne!(
+        patched(&third, "/gpu/internal/metrics/cert")["crt"],
+        leaf["crt"],
+        "new names, new certificate"
+    );
+}

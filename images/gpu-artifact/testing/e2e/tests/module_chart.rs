@@ -1,0 +1,184 @@
+//! The module's chart rendered by the real helm for each bootstrap and feature state: what renders
+//! where, and that the real API server (with our CRDs) accepts every object by server-side dry-run
+//! apply. Kinds the test bed does not serve (monitoring and VPA CRDs of other modules) are listed.
+
+mod support;
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::{Api, discovery};
+use serde_json::{Value, json};
+use support::components::install_crds;
+use support::rendered_rbac::{MODULE_NAMESPACE, of_kind, render_chart};
+use testbed::TestCluster;
+
+/// Kinds the chart renders that only other Deckhouse modules install CRDs for.
+const NOT_SERVED_BY_THE_TEST_BED: [&str; 5] = [
+    "GrafanaDashboardDefinition",
+    "PodMonitor",
+    "PrometheusRule",
+    "ServiceMonitor",
+    "VerticalPodAutoscaler",
+];
+
+fn daemonset<'a>(objects: &'a [Value], name: &str) -> &'a Value {
+    of_kind(objects, "DaemonSet")
+        .find(|d| d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no DaemonSet {name}"))
+}
+
+/// The hostnames a DaemonSet is placed on, or None when it is placed nowhere.
+fn placed_on(objects: &[Value], name: &str) -> Option<Vec<String>> {
+    let terms = &daemonset(objects, name)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0]["matchExpressions"];
+    let expressions = terms.as_array().unwrap();
+    if expressions.iter().any(|e| e["key"] == "gpu.deckhouse.io/no-nodes") {
+        return None;
+    }
+    let hosts = expressions
+        .iter()
+        .find(|e| e["key"] == "kubernetes.io/hostname")
+        .unwrap();
+    Some(serde_json::from_value(hosts["values"].clone()).unwrap())
+}
+
+fn env(objects: &[Value], name: &str, container: &str, var: &str) -> String {
+    let containers = daemonset(objects, name)["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let container = containers.iter().find(|c| c["name"] == container).unwrap();
+    let entry = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == var)
+        .unwrap();
+    entry["value"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn node_components_follow_the_bootstrap_lists() {
+    let gated = ["gpu-driver-validator", "gpu-handler", "gpu-dcgm", "gpu-dcgm-exporter"];
+    let none = render_chart(&["no-gpu-nodes"]);
+    for name in gated {
+        assert_eq!(placed_on(&none, name), None, "{name} with no GPU nodes");
+    }
+    assert!(of_kind(&none, "DaemonSet").any(|d| d["metadata"]["name"] == "gpu-node-agent"));
+
+    let inventoried = render_chart(&["inventoried"]);
+    assert_eq!(
+        placed_on(&inventoried, "gpu-driver-validator"),
+        Some(vec!["worker-a".into(), "worker-b".into()])
+    );
+    for name in ["gpu-handler", "gpu-dcgm", "gpu-dcgm-exporter"] {
+        assert_eq!(placed_on(&inventoried, name), None, "{name} before DriverReady");
+    }
+
+    let ready = render_chart(&["driver-ready"]);
+    for name in ["gpu-handler", "gpu-dcgm", "gpu-dcgm-exporter"] {
+        assert_eq!(placed_on(&ready, name), Some(vec!["worker-a".into()]), "{name}");
+        let hash =
+            &daemonset(&ready, name)["spec"]["template"]["metadata"]["annotations"]["gpu.deckhouse.io/bootstrap-hash"];
+        assert_eq!(hash, "0f1e2d3c4b5a6978", "{name} rolls when its list changes");
+    }
+}
+
+#[test]
+fn dra_parts_follow_the_discovered_api_server() {
+    for version in [&["driver-ready"][..], &["driver-ready", "kubernetes-newest"][..]] {
+        let objects = render_chart(version);
+        assert_eq!(
+            env(&objects, "gpu-dcgm-exporter", "dcgm-exporter", "KUBERNETES_ENABLE_DRA"),
+            "true"
+        );
+        assert_eq!(env(&objects, "gpu-handler", "gpu-handler", "MIG_OFFERS"), "true");
+        assert!(of_kind(&objects, "ClusterRole").any(|r| r["metadata"]["name"] == "d8:gpu:gpu-dcgm-exporter"));
+    }
+    let gates_off = render_chart(&["driver-ready", "dra-gates-off"]);
+    assert_eq!(env(&gates_off, "gpu-handler", "gpu-handler", "MIG_OFFERS"), "false");
+    assert_eq!(
+        env(
+            &gates_off,
+            "gpu-dcgm-exporter",
+            "dcgm-exporter",
+            "KUBERNETES_ENABLE_DRA"
+        ),
+        "true"
+    );
+}
+
+#[test]
+fn every_workload_has_a_vpa_short_history_and_pinned_images() {
+    let objects = render_chart(&["driver-ready"]);
+    let vpas: BTreeSet<String> = of_kind(&objects, "VerticalPodAutoscaler")
+        .map(|v| v["spec"]["targetRef"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    for workload in objects
+        .iter()
+        .filter(|o| o["kind"] == "DaemonSet" || o["kind"] == "Deployment")
+    {
+        let name = workload["metadata"]["name"].as_str().unwrap();
+        assert!(vpas.contains(name), "{name} has a VPA");
+        assert_eq!(workload["spec"]["revisionHistoryLimit"], 2, "{name}");
+        let pod = &workload["spec"]["template"]["spec"];
+        let containers = pod["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(pod["initContainers"].as_array().into_iter().flatten());
+        for container in containers {
+            let image = container["image"].as_str().unwrap();
+            assert!(image.contains("@sha256:"), "{name}/{}: {image}", container["name"]);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_api_server_accepts_every_rendered_object() {
+    let cluster = TestCluster::get().await.unwrap();
+    let client = cluster.client();
+    install_crds(&client).await;
+    let apply = PatchParams::apply("module-chart-test").force();
+    let namespace: Namespace = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": MODULE_NAMESPACE}}))
+    .unwrap();
+    Api::<Namespace>::all(client.clone())
+        .patch(MODULE_NAMESPACE, &apply, &Patch::Apply(&namespace))
+        .await
+        .unwrap();
+
+    let mut not_served = BTreeSet::new();
+    for states in [
+        &["no-gpu-nodes"][..],
+        &["driver-ready"][..],
+        &["driver-ready", "dra-gates-off"][..],
+    ] {
+        for object in render_chart(states) {
+            let object: DynamicObject = serde_json::from_value(object).unwrap();
+            let types = object.types.clone().unwrap();
+            let (group, version) = types.api_version.split_once('/').unwrap_or(("", &types.api_version));
+            let gvk = GroupVersionKind::gvk(group, version, &types.kind);
+            let Ok((resource, caps)) = discovery::pinned_kind(&client, &gvk).await else {
+                not_served.insert(types.kind.clone());
+                continue;
+            };
+            let name = object.metadata.name.clone().unwrap();
+            let api: Api<DynamicObject> = match (caps.scope, object.metadata.namespace.as_deref()) {
+                (discovery::Scope::Namespaced, namespace) => {
+                    Api::namespaced_with(client.clone(), namespace.unwrap_or(MODULE_NAMESPACE), &resource)
+                }
+                (discovery::Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
+            };
+            api.patch(&name, &apply.clone().dry_run(), &Patch::Apply(&object))
+                .await
+                .unwrap_or_else(|e| panic!("{states:?}: {} {name} rejected: {e}", types.kind));
+        }
+    }
+    assert_eq!(
+        not_served,
+        NOT_SERVED_BY_THE_TEST_BED.iter().map(|k| k.to_string()).collect()
+    );
+}

@@ -1,0 +1,107 @@
+//! The RBAC the e2e suite gives gpu-node-agent and gpu-controller (`support::components`) is exactly
+//! what the module's templates render, and with it one write each component must never make is denied
+//! by the real API server.
+
+mod support;
+
+use gpu_api::PhysicalGPU;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use serde_json::json;
+use support::components::{controller_rules, handler_rules, node_agent_rules};
+use support::rendered_rbac::rendered_cluster_rules;
+use testbed::{Access, TestNamespace};
+
+/// Rules as comparable (group, resources, verbs) triples in a stable order.
+fn normalised(rules: &[PolicyRule]) -> Vec<(Vec<String>, Vec<String>, Vec<String>)> {
+    let mut triples: Vec<_> = rules
+        .iter()
+        .map(|r| {
+            let mut verbs = r.verbs.clone();
+            verbs.sort();
+            (
+                r.api_groups.clone().unwrap_or_default(),
+                r.resources.clone().unwrap_or_default(),
+                verbs,
+            )
+        })
+        .collect();
+    triples.sort();
+    triples
+}
+
+fn assert_forbidden<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str) {
+    match result {
+        Err(kube::Error::Api(status)) if status.code == 403 => {}
+        other => panic!("{what}: expected 403 Forbidden, got {other:?}"),
+    }
+}
+
+#[test]
+fn e2e_rules_equal_the_rendered_rules() {
+    assert_eq!(
+        normalised(&node_agent_rules()),
+        normalised(&rendered_cluster_rules("gpu-node-agent"))
+    );
+    assert_eq!(
+        normalised(&controller_rules()),
+        normalised(&rendered_cluster_rules("gpu-controller"))
+    );
+    assert_eq!(
+        normalised(&handler_rules()),
+        normalised(&rendered_cluster_rules("gpu-handler"))
+    );
+    let every_rule = ["gpu-node-agent", "gpu-controller", "gpu-handler", "gpu-dcgm-exporter"]
+        .iter()
+        .flat_map(|a| rendered_cluster_rules(a));
+    for rule in every_rule {
+        let wild = |v: &Option<Vec<String>>| v.iter().flatten().any(|s| s == "*");
+        assert!(
+            !wild(&rule.api_groups) && !wild(&rule.resources) && !rule.verbs.contains(&"*".into()),
+            "{rule:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_node_agent_may_not_delete_nodes_and_the_controller_may_not_create_gpus() {
+    let ns = TestNamespace::create("module-rbac").await.unwrap();
+    let agent = ns
+        .client_as(
+            "gpu-node-agent",
+            Access::Cluster(rendered_cluster_rules("gpu-node-agent")),
+        )
+        .await
+        .unwrap();
+    assert_forbidden(
+        Api::<Node>::all(agent.clone())
+            .delete("any-node", &DeleteParams::default())
+            .await,
+        "gpu-node-agent deleting a Node",
+    );
+    assert_forbidden(
+        Api::<Pod>::namespaced(agent, ns.name()).list(&Default::default()).await,
+        "gpu-node-agent listing Pods",
+    );
+
+    let controller = ns
+        .client_as(
+            "gpu-controller",
+            Access::Cluster(rendered_cluster_rules("gpu-controller")),
+        )
+        .await
+        .unwrap();
+    let gpu: PhysicalGPU = serde_json::from_value(json!({
+        "apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "PhysicalGPU",
+        "metadata": {"name": ns.unique("forbidden-gpu")}, "spec": {}
+    }))
+    .unwrap();
+    assert_forbidden(
+        Api::<PhysicalGPU>::all(controller)
+            .create(&PostParams::default(), &gpu)
+            .await,
+        "gpu-controller creating a PhysicalGPU",
+    );
+}
