@@ -8,6 +8,9 @@
 //	         "nodes":[Node], "claim":ResourceClaim}
 //	answer: {"node":"n1","allocation":AllocationResult} | {"unsatisfiable":true} | {"error":"..."}
 //
+// Benchmark mode (bench.go) uses the same stream with request lines {"load":...},
+// {"bench":...} and {"replay":...} instead of cases.
+//
 // The claim is offered to each node in the given order; the first node where the
 // allocator finds a solution wins, exactly as one scheduling attempt per node would.
 // The feature set is the one the test bed enables for this release (features_*.go).
@@ -61,34 +64,42 @@ func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
 	return nil, errors.NewNotFound(schema.GroupResource{Group: "resource.k8s.io", Resource: "deviceclasses"}, name)
 }
 
-// allocatedState mirrors the scheduler's GatherAllocatedState: admin-access results
-// are not counted, shared results (with a shareID) count as capacity, others as devices.
+// allocatedState mirrors the scheduler's GatherAllocatedState over allocated claims.
 func allocatedState(claims []*resourceapi.ResourceClaim) structured.AllocatedState {
-	state := structured.AllocatedState{
+	state := emptyAllocatedState()
+	for _, claim := range claims {
+		if claim.Status.Allocation != nil {
+			addAllocation(state, claim.Status.Allocation)
+		}
+	}
+	return state
+}
+
+func emptyAllocatedState() structured.AllocatedState {
+	return structured.AllocatedState{
 		AllocatedDevices:         sets.New[structured.DeviceID](),
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
 		AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
 	}
-	for _, claim := range claims {
-		if claim.Status.Allocation == nil {
+}
+
+// addAllocation counts one allocation as the scheduler does: admin-access results are not
+// counted, shared results (with a shareID) count as capacity, others as devices.
+func addAllocation(state structured.AllocatedState, allocation *resourceapi.AllocationResult) {
+	for _, r := range allocation.Devices.Results {
+		if r.AdminAccess != nil && *r.AdminAccess {
 			continue
 		}
-		for _, r := range claim.Status.Allocation.Devices.Results {
-			if r.AdminAccess != nil && *r.AdminAccess {
-				continue
-			}
-			id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
-			if r.ShareID == nil {
-				state.AllocatedDevices.Insert(id)
-				continue
-			}
-			state.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
-			if r.ConsumedCapacity != nil {
-				state.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
-			}
+		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+		if r.ShareID == nil {
+			state.AllocatedDevices.Insert(id)
+			continue
+		}
+		state.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
+		if r.ConsumedCapacity != nil {
+			state.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
 		}
 	}
-	return state
 }
 
 func run(ctx context.Context, cache *cel.Cache, c *harnessCase) (a answer) {
@@ -133,15 +144,24 @@ func main() {
 	defer out.Flush()
 	decoder := json.NewDecoder(in)
 	encoder := json.NewEncoder(out)
+	session := &benchSession{}
 	for decoder.More() {
-		var c harnessCase
-		var a answer
+		var c request
+		var a any
 		if err := decoder.Decode(&c); err != nil {
-			a = answer{Error: fmt.Sprintf("decode case: %v", err)}
-			_ = encoder.Encode(a)
+			_ = encoder.Encode(answer{Error: fmt.Sprintf("decode case: %v", err)})
 			return
 		}
-		a = run(ctx, cache, &c)
+		switch {
+		case c.Load != nil:
+			a = session.load(c.Load)
+		case c.Bench != nil:
+			a = session.bench(ctx, cache, c.Bench)
+		case c.Replay != nil:
+			a = session.replay(ctx, cache, c.Replay)
+		default:
+			a = run(ctx, cache, &c.harnessCase)
+		}
 		if err := encoder.Encode(a); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

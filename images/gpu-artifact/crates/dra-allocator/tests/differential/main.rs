@@ -5,15 +5,13 @@
 //! and reported). `ALLOCATOR_DIFF_CASES` sets the number of claim streams (default 1000).
 
 mod generator;
-mod harness;
 
-use std::collections::BTreeMap;
-
+use allocator_workloads::{GoHarness, Rng, classes, device_set, node_of, node_slices, pinned_claim};
 use dra_allocator::Allocator;
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
 
-use generator::{Rng, claim, classes, node_slices};
+use generator::{claim, node_shape};
 
 struct Step {
     seed: u64,
@@ -27,72 +25,6 @@ struct Step {
 
 fn from<T: serde::de::DeserializeOwned>(v: &Value) -> T {
     serde_json::from_value(v.clone()).expect("generated object deserialises")
-}
-
-/// The claim with each request pinned to the devices ours chose (and to the chosen subrequest).
-fn pinned_claim(claim: &Value, result: &AllocationResult) -> Value {
-    let mut by_request: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in result
-        .devices
-        .as_ref()
-        .and_then(|d| d.results.as_ref())
-        .into_iter()
-        .flatten()
-    {
-        by_request
-            .entry(r.request.clone())
-            .or_default()
-            .push(format!("{}/{}", r.pool, r.device));
-    }
-    let mut pinned = claim.clone();
-    for request in pinned["spec"]["devices"]["requests"].as_array_mut().expect("requests") {
-        let name = request["name"].as_str().expect("name").to_owned();
-        let (key, ids) = by_request
-            .iter()
-            .find(|(k, _)| *k == &name || k.starts_with(&format!("{name}/")))
-            .expect("every request has results");
-        let pin = json!({"cel": {"expression": format!("device.attributes[\"harness.test\"].id in {}", serde_json::to_string(ids).unwrap())}});
-        let target = if let Some((_, sub)) = key.split_once('/') {
-            let chosen = request["firstAvailable"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|s| s["name"] == sub)
-                .unwrap()
-                .clone();
-            request["firstAvailable"] = json!([chosen]);
-            &mut request["firstAvailable"][0]
-        } else {
-            &mut request["exactly"]
-        };
-        let mut selectors = target["selectors"].as_array().cloned().unwrap_or_default();
-        selectors.push(pin);
-        target["selectors"] = json!(selectors);
-    }
-    pinned
-}
-
-/// (request, pool, device, consumed capacity as exact decimals), sorted.
-type DeviceSet = Vec<(String, String, String, Option<BTreeMap<String, String>>)>;
-
-fn device_set(result: &AllocationResult) -> DeviceSet {
-    let mut set: Vec<_> = result
-        .devices
-        .as_ref()
-        .and_then(|d| d.results.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|r| {
-            let consumed = r.consumed_capacity.as_ref().map(|c| {
-                c.iter()
-                    .map(|(k, v)| (k.clone(), dra_cel::Quantity::parse(&v.0).unwrap().to_decimal_string()))
-                    .collect()
-            });
-            (r.request.clone(), r.pool.clone(), r.device.clone(), consumed)
-        })
-        .collect();
-    set.sort();
-    set
 }
 
 fn generate(version: &str, cases: u64, base_seed: u64) -> Vec<Step> {
@@ -111,7 +43,7 @@ fn generate(version: &str, cases: u64, base_seed: u64) -> Vec<Step> {
         let node_names: Vec<String> = (0..nodes).map(|i| format!("node-{i:02}")).collect();
         let slices_json: Vec<Value> = node_names
             .iter()
-            .flat_map(|n| node_slices(&mut rng, n, split_layout, taints))
+            .flat_map(|n| node_slices(&mut rng, n, &node_shape(split_layout, taints)))
             .collect();
         let classes_json = classes();
         let nodes_json: Vec<Value> = node_names.iter().map(|n| json!({"metadata": {"name": n}})).collect();
@@ -129,12 +61,7 @@ fn generate(version: &str, cases: u64, base_seed: u64) -> Vec<Step> {
                 .unwrap_or_else(|e| panic!("seed {seed}: ours failed: {e}"));
             let query = json!({"slices": slices_json, "classes": classes_json, "allocated": allocated_json, "nodes": nodes_json, "claim": claim_json});
             let pinned = ours.as_ref().map(|result| {
-                let node = result
-                    .node_selector
-                    .as_ref()
-                    .and_then(|s| s.node_selector_terms[0].match_fields.as_ref())
-                    .map(|f| f[0].values.as_ref().unwrap()[0].clone())
-                    .expect("node-local result");
+                let node = node_of(result).expect("node-local result");
                 let mut q = query.clone();
                 q["claim"] = pinned_claim(&claim_json, result);
                 q["nodes"] = json!([{"metadata": {"name": node}}]);
@@ -172,7 +99,7 @@ fn run_version(version: &str, cases: u64, base_seed: u64) {
             queries.push(p.clone());
         }
     }
-    let answers = harness::run(version, &queries);
+    let answers = GoHarness::new(version).run(&queries);
     let mut answers = answers.into_iter();
     let (mut both, mut neither, mut ours_only, mut go_only_unsafe) = (0, 0, 0, 0);
     let (mut go_panics, mut go_capacity_bug, mut go_distinct_bug) = (0, 0, 0);

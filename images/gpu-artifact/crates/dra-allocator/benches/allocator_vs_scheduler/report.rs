@@ -1,0 +1,86 @@
+//! The benchmark's one table: per layout and Go release, absolute numbers of both engines and
+//! the ratios ours/Go (throughput and packing: higher is better for ours; p99: lower is).
+
+use std::time::Duration;
+
+use crate::engine_run::EngineRun;
+
+/// One layout against one Go release.
+pub struct Comparison {
+    pub layout: &'static str,
+    pub version: &'static str,
+    pub nodes: usize,
+    pub ours: EngineRun,
+    pub go: EngineRun,
+    pub ours_setup: Duration,
+    /// Ours and Go over the packing workload, where it was measured.
+    pub packing: Option<(EngineRun, EngineRun)>,
+    /// Allocations of ours that Go accepted on replay (all of them, or the run panicked).
+    pub validated: usize,
+}
+
+/// Nearest-rank percentile of the per-claim latencies, in microseconds.
+fn percentile_us(run: &EngineRun, p: f64) -> f64 {
+    let mut sorted = run.latencies.clone();
+    sorted.sort();
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1].as_secs_f64() * 1e6
+}
+
+fn claims_per_second(run: &EngineRun) -> f64 {
+    run.latencies.len() as f64 / run.wall.as_secs_f64()
+}
+
+fn row(metric: &str, ours: f64, go: f64, precision: usize) {
+    println!(
+        "  {metric:<34} {ours:>12.precision$} {go:>12.precision$} {:>9.2}",
+        ours / go
+    );
+}
+
+pub fn print_table(comparisons: &[Comparison]) {
+    println!();
+    println!("Allocation engine against the kube-scheduler's structured allocator (same workloads, same run)");
+    println!("  throughput: 8 GPUs per node (A100-SXM4-40GB/80GB, H100-SXM5-80GB, every MIG placement offered),");
+    println!("  mixed claims, nodes tried in the scheduler's rotating order; packing: 50 nodes x 8 GPUs, MIG");
+    println!("  claims of mixed sizes until the first fits nowhere, nodes tried from the first.");
+    for c in comparisons {
+        println!();
+        println!(
+            "{} layout vs k8s.io/dynamic-resource-allocation v{} (Kubernetes v1.{}), {} nodes, {} claims",
+            c.layout,
+            c.version,
+            c.version.trim_start_matches("0."),
+            c.nodes,
+            c.ours.latencies.len()
+        );
+        println!("  {:<34} {:>12} {:>12} {:>9}", "metric", "ours", "Go", "ours/Go");
+        row("claims/s", claims_per_second(&c.ours), claims_per_second(&c.go), 0);
+        row(
+            "p50 per claim (us)",
+            percentile_us(&c.ours, 0.50),
+            percentile_us(&c.go, 0.50),
+            1,
+        );
+        row(
+            "p99 per claim (us)",
+            percentile_us(&c.ours, 0.99),
+            percentile_us(&c.go, 0.99),
+            1,
+        );
+        row("claims placed", c.ours.placed() as f64, c.go.placed() as f64, 0);
+        if let Some((ours, go)) = &c.packing {
+            row(
+                "packing: placed before 1st failure",
+                ours.placed_before_first_failure() as f64,
+                go.placed_before_first_failure() as f64,
+                0,
+            );
+        }
+        println!(
+            "  ours: Allocator::new {:.0} ms (once, not per claim); {} allocations of ours replayed under Go: all accepted",
+            c.ours_setup.as_secs_f64() * 1e3,
+            c.validated
+        );
+    }
+}
