@@ -206,12 +206,11 @@ fn cases() -> u64 {
         .unwrap_or(1000)
 }
 
+/// Both releases in one test, one after the other on one thread: each run holds all of its generated
+/// streams in memory (about 10 GB at 500 streams, measured), and two test threads would keep two
+/// malloc arenas of that size alive at once (19 GB measured), most of a 24 GB machine.
 #[test]
-fn agrees_with_the_scheduler_1_34() {
+fn agrees_with_the_scheduler_at_1_34_and_1_37() {
     run_version("0.34.4", cases() / 2, 1_000_000);
-}
-
-#[test]
-fn agrees_with_the_scheduler_1_37() {
     run_version("0.37.2", cases() - cases() / 2, 2_000_000);
 }
