@@ -30,18 +30,7 @@ async fn main() -> anyhow::Result<()> {
     HealthServer::start(env("HEALTH_ADDR", "0.0.0.0:8080").parse()?, readiness, shutdown.clone()).await?;
     let client = kube::Client::try_default().await?;
     tokio::spawn(wait_for_termination(shutdown.clone()));
-    let election = match env("LEADER_ELECTION", "true").as_str() {
-        "false" => None,
-        _ => Some(
-            LeaderElection::start(
-                client.clone(),
-                &env("POD_NAMESPACE", "d8-gpu"),
-                "gpu-controller",
-                &identity,
-            )
-            .await?,
-        ),
-    };
+    let election = LeaderElection::from_env(client.clone(), "gpu-controller", &identity).await?;
     run(client, selector, election, shutdown).await;
     Ok(())
 }

@@ -33,17 +33,6 @@ async fn main() -> anyhow::Result<()> {
     HealthServer::start_with_metrics(addr, readiness.clone(), Some(Arc::new(registry)), shutdown.clone()).await?;
     let client = kube::Client::try_default().await?;
     tokio::spawn(wait_for_termination(shutdown.clone()));
-    let election = match env("LEADER_ELECTION", "true").as_str() {
-        "false" => None,
-        _ => Some(
-            LeaderElection::start(
-                client.clone(),
-                &env("POD_NAMESPACE", "d8-gpu"),
-                "gpu-dra-controller",
-                &identity,
-            )
-            .await?,
-        ),
-    };
+    let election = LeaderElection::from_env(client.clone(), "gpu-dra-controller", &identity).await?;
     run(client, metrics, election, readiness, shutdown).await
 }

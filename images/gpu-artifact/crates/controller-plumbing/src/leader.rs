@@ -24,6 +24,17 @@ impl LeaderElection {
         Ok(Self { state })
     }
 
+    /// The election a controller Deployment configures: none when `LEADER_ELECTION=false` (a single
+    /// replica in tests), else Lease `$POD_NAMESPACE/<name>` (default namespace `d8-gpu`).
+    pub async fn from_env(client: Client, name: &str, identity: &str) -> anyhow::Result<Option<Self>> {
+        if std::env::var("LEADER_ELECTION").is_ok_and(|v| v == "false") {
+            return Ok(None);
+        }
+        let namespace = std::env::var("POD_NAMESPACE").ok().filter(|n| !n.is_empty());
+        let namespace = namespace.as_deref().unwrap_or("d8-gpu");
+        Ok(Some(Self::start(client, namespace, name, identity).await?))
+    }
+
     pub fn is_leader(&self) -> bool {
         *self.state.borrow()
     }

@@ -95,7 +95,6 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
     let ns = TestNamespace::create("dra-controller").await.unwrap();
     let node = ReadyNode::register(&ns, "a30", BTreeMap::new()).await.unwrap();
     let client = ns.client();
-    let minor = ns.cluster().server_minor().await.unwrap();
 
     // One A30 offered whole and as MIG partitions; the big partitions come first in the slice, so the
     // scheduler's first-fit would take 4g.24gb where best fit takes 1g.6gb.
@@ -109,30 +108,7 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
         device("gpu0-mig-1g6gb-1", "MIG", Some((set, "6Gi"))),
     ]);
     let slices = Api::<ResourceSlice>::all(client.clone());
-    if minor <= 34 {
-        create(
-            &slices,
-            &slice(
-                &ns,
-                "gpus",
-                node.name(),
-                1,
-                json!({"sharedCounters": counters, "devices": devices}),
-            ),
-        )
-        .await;
-    } else {
-        create(
-            &slices,
-            &slice(&ns, "counters", node.name(), 2, json!({"sharedCounters": counters})),
-        )
-        .await;
-        create(
-            &slices,
-            &slice(&ns, "devices", node.name(), 2, json!({"devices": devices})),
-        )
-        .await;
-    }
+    publish_card(&ns, node.name(), counters, devices).await;
     let classes = Api::<DeviceClass>::all(client.clone());
     let mig_class = ns.unique("mig");
     let mig_cel = r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "MIG""#;

@@ -20,7 +20,6 @@ async fn offers_sharing_a_counter_exclude_each_other() {
     let ns = TestNamespace::create("shared-counters").await.unwrap();
     let node = ReadyNode::register(&ns, "a30", BTreeMap::new()).await.unwrap();
     let client = ns.client();
-    let minor = ns.cluster().server_minor().await.unwrap();
 
     let set = "pgpu-0000-01-00-0";
     let counters = json!([{"name": set, "counters": {"memory": {"value": "24Gi"}}}]);
@@ -29,21 +28,7 @@ async fn offers_sharing_a_counter_exclude_each_other() {
         device("gpu0-mig-4g24gb-0", "MIG", Some((set, "24Gi"))),
     ]);
     let slices = Api::<ResourceSlice>::all(client.clone());
-    if minor <= 34 {
-        let both = json!({"sharedCounters": counters, "devices": devices});
-        create(&slices, &slice(&ns, "gpus", node.name(), 1, both)).await;
-    } else {
-        create(
-            &slices,
-            &slice(&ns, "counters", node.name(), 2, json!({"sharedCounters": counters})),
-        )
-        .await;
-        create(
-            &slices,
-            &slice(&ns, "devices", node.name(), 2, json!({"devices": devices})),
-        )
-        .await;
-    }
+    publish_card(&ns, node.name(), counters, devices).await;
     // The gate is really on: the server kept the counters instead of silently dropping them.
     let stored = slices.list(&Default::default()).await.unwrap();
     let kept = stored

@@ -48,6 +48,24 @@ pub fn slice(ns: &TestNamespace, name: &str, node: &str, count: i64, body: Value
     .expect("a valid ResourceSlice")
 }
 
+/// Publishes one card's counter set and offers for `node` in the layout the server needs: counters
+/// beside their devices on 1.34, separate counter and device slices of one pool on 1.35+.
+pub async fn publish_card(ns: &TestNamespace, node: &str, counters: Value, devices: Value) {
+    let slices = Api::<ResourceSlice>::all(ns.client());
+    if ns.cluster().server_minor().await.expect("server version") <= 34 {
+        let both = json!({"sharedCounters": counters, "devices": devices});
+        create(&slices, &slice(ns, &format!("{node}-gpus"), node, 1, both)).await;
+    } else {
+        let counters = json!({"sharedCounters": counters});
+        create(&slices, &slice(ns, &format!("{node}-counters"), node, 2, counters)).await;
+        create(
+            &slices,
+            &slice(ns, &format!("{node}-devices"), node, 2, json!({"devices": devices})),
+        )
+        .await;
+    }
+}
+
 pub fn device_class(ns: &TestNamespace, name: &str, expression: &str, extended_resource: Option<&str>) -> DeviceClass {
     let mut spec = json!({"selectors": [{"cel": {"expression": expression}}]});
     if let Some(resource) = extended_resource {
