@@ -1,24 +1,38 @@
-//! gpu-handler: reads the config, wires logging, probes, shutdown and the NVIDIA backend, runs the
-//! status loop.
+//! gpu-handler: reads the config, wires logging, probes, shutdown and the NVIDIA backend, and runs
+//! the node's three loops: the PhysicalGPU status loop, the ResourceSlice publisher and the kubelet
+//! DRA plugin (registration and prepare/unprepare).
 //!
 //! Environment: `NODE_NAME` (required), `NVML_LIBRARY` (default `libnvidia-ml.so.1`),
 //! `ADDITIONAL_XIDS_TO_IGNORE` (comma-separated), `NVML_RESYNC_INTERVAL` (default `60s`, `0` off),
-//! `HEALTH_ADDR` (default `0.0.0.0:8080`), `LOG_LEVEL`.
+//! `HEALTH_ADDR` (default `0.0.0.0:8080`), `LOG_LEVEL`, and those of [`node_plugin_config`].
+
+mod node_plugin_config;
 
 use std::sync::Arc;
 
+use claim_preparation::{NodeClaims, NodeClaimsLinks};
 use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_termination};
 use gpu_vendor::VendorBackend;
 use hardware_status::config::HandlerConfig;
-use hardware_status::handler;
+use hardware_status::handler::{self, HandlerLinks};
 use hardware_status::vendor_link::BackendLoader;
+use kubelet_plugin::{DRIVER_NAME, PluginServer};
 use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig, XidPolicy};
+use prometheus_client::registry::Registry;
+use slice_publication::{PublicationMetrics, PublisherConfig};
+use tokio::sync::watch;
+
+use crate::node_plugin_config::NodePluginConfig;
+
+/// Ready once the kubelet has confirmed our registration.
+const REGISTERED_GATE: &str = "kubelet-registration";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     init_logging()?;
     let config = HandlerConfig::from_env()?;
-    tracing::info!(node = %config.node_name, nvml = %config.nvml_library.display(), resync = ?config.nvml_resync, "starting gpu-handler");
+    let plugin = NodePluginConfig::from_lookup(|key| std::env::var(key).ok())?;
+    tracing::info!(node = %config.node_name, nvml = %config.nvml_library.display(), resync = ?config.nvml_resync, ?plugin, "starting gpu-handler");
     let backend_config = NvidiaBackendConfig {
         library_path: Some(config.nvml_library.clone()),
         xid_policy: XidPolicy::default().ignoring(config.additional_xids_to_ignore.iter().copied()),
@@ -28,8 +42,64 @@ async fn main() -> anyhow::Result<()> {
     });
     let shutdown = Shutdown::new();
     let readiness = Readiness::default();
-    HealthServer::start(config.health_addr, readiness.clone(), shutdown.clone()).await?;
+    readiness.register(REGISTERED_GATE);
+    let mut registry = Registry::with_prefix("gpu_handler");
+    let metrics = PublicationMetrics::register(&mut registry);
+    HealthServer::start_with_metrics(
+        config.health_addr,
+        readiness.clone(),
+        Some(Arc::new(registry)),
+        shutdown.clone(),
+    )
+    .await?;
     let client = kube::Client::try_default().await?;
     tokio::spawn(wait_for_termination(shutdown.clone()));
-    handler::run(config, client, loader, shutdown, readiness).await
+
+    let links = HandlerLinks::new();
+    let (catalog_sender, catalog) = watch::channel(Default::default());
+    let claims = Arc::new(NodeClaims::new(
+        client.clone(),
+        DRIVER_NAME,
+        plugin.prepare(&config.node_name),
+        NodeClaimsLinks {
+            catalog,
+            backend: links.backend.subscribe(),
+            after_change: links.trigger.clone(),
+        },
+    ));
+    tokio::spawn({
+        let claims = claims.clone();
+        async move { claims.reconcile_when_ready().await }
+    });
+    let server = PluginServer::start(plugin.plugin(), claims, shutdown.clone()).await?;
+    tokio::spawn(mark_registered(server.registered(), readiness.clone()));
+    let publisher = PublisherConfig {
+        node_name: config.node_name.clone(),
+        driver_name: DRIVER_NAME.to_owned(),
+        field_manager: hardware_status::FIELD_MANAGER.to_owned(),
+        mig_offers: plugin.mig_offers,
+    };
+    let publishing = tokio::spawn(slice_publication::run(
+        client.clone(),
+        publisher,
+        links.offers.subscribe(),
+        catalog_sender,
+        metrics,
+        shutdown.clone(),
+    ));
+    let status = handler::run(config, client, loader, shutdown.clone(), readiness, links).await;
+    shutdown.trigger();
+    server.stopped().await;
+    publishing.await??;
+    status
+}
+
+/// Readiness follows the kubelet's answer to our registration.
+async fn mark_registered(mut registered: watch::Receiver<bool>, readiness: Readiness) {
+    loop {
+        readiness.set(REGISTERED_GATE, *registered.borrow_and_update());
+        if registered.changed().await.is_err() {
+            return;
+        }
+    }
 }

@@ -1,6 +1,33 @@
-//! The pure DRA core of publication. Work package in progress: see `catalog` for the contract the
-//! prepare side relies on.
+//! The pure DRA core of publication: a node's eligible cards become the ResourceSlices of its pool
+//! `gpus/<node>` and the catalog of what each published device name means.
+//!
+//! A card that supports MIG is offered at once as the whole card and as every MIG placement; the
+//! card's counter set (`pgpu-<pci>`: memory, memory slices, engines) makes those offers mutually
+//! exclusive for the scheduler. The slices follow the layout of the server's version (1.34: counters
+//! beside their devices; 1.35+: separate counter and device slices) and are checked against the API
+//! limits before anyone sends them. When the server drops counters (gate off), the fallback is whole
+//! cards only, without counter fields.
+//!
+//! This crate must never do I/O: it takes plain data and returns plain data, so every decision
+//! about what is published is testable without a cluster.
 
+mod attributes;
+mod card;
 mod catalog;
+mod counters;
+mod layout;
+mod limits;
+mod names;
+mod offers;
+mod readback;
 
+pub use card::{ALLOW_MIG_LABEL, CardOffering, OfferPolicy};
 pub use catalog::{DeviceCatalog, OfferedDevice};
+pub use counters::{CounterValues, card_counters, fit_together, mig_consumption};
+pub use layout::{Layout, PoolTarget, Publication, PublicationError, build_publication};
+pub use limits::check_slice;
+pub use names::{
+    ATTRIBUTE_DOMAIN, counter_set_name, is_dns_label, is_dns_subdomain, mig_device_name, physical_device_name,
+    pool_name, profile_label, slice_name,
+};
+pub use readback::counters_dropped;

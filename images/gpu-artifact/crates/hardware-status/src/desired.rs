@@ -46,7 +46,7 @@ fn driver_type(gpu: &PhysicalGPU) -> Option<DriverType> {
     gpu.status.as_ref()?.current_state.as_ref()?.driver_type
 }
 
-fn driver_ready(gpu: &PhysicalGPU) -> bool {
+pub fn driver_ready(gpu: &PhysicalGPU) -> bool {
     gpu.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())

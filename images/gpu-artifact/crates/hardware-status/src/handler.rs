@@ -22,17 +22,19 @@ use std::time::Duration;
 
 use component_base::{Readiness, Shutdown};
 use controller_plumbing::Backoff;
+use dra_offers::CardOffering;
 use futures::StreamExt;
 use gpu_api::{PhysicalGPU, labels};
-use gpu_vendor::{HealthEvent, PciAddress};
+use gpu_vendor::{HealthEvent, PciAddress, VendorBackend};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, ResourceExt};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
 use crate::config::HandlerConfig;
 use crate::desired::{VendorView, card_address, desired_status, on_nvidia_driver};
 use crate::health::HealthLedger;
+use crate::offer_feed::offerable_cards;
 use crate::vendor_link::{BackendLoader, LinkReading, VendorLink};
 use crate::writer::StatusWriter;
 
@@ -43,17 +45,46 @@ pub const READY_GATE: &str = "status-synced";
 /// together and should cost one pass.
 const BURST_WINDOW: Duration = Duration::from_millis(50);
 
+/// What the status loop shares with the rest of the handler.
+#[derive(Clone)]
+pub struct HandlerLinks {
+    /// Wakes the loop for a pass; the prepare side notifies it after changing a card so that the
+    /// status and the offers follow at once instead of at the next re-read interval.
+    pub trigger: Arc<Notify>,
+    /// The offerable cards of the latest pass (sent only when they change).
+    pub offers: watch::Sender<Vec<CardOffering>>,
+    /// The loaded vendor library, `None` while it is unavailable.
+    pub backend: watch::Sender<Option<Arc<dyn VendorBackend>>>,
+}
+
+impl HandlerLinks {
+    pub fn new() -> Self {
+        Self {
+            trigger: Arc::new(Notify::new()),
+            offers: watch::Sender::new(Vec::new()),
+            backend: watch::Sender::new(None),
+        }
+    }
+}
+
+impl Default for HandlerLinks {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 pub async fn run(
     config: HandlerConfig,
     client: Client,
     loader: BackendLoader,
     shutdown: Shutdown,
     readiness: Readiness,
+    links: HandlerLinks,
 ) -> anyhow::Result<()> {
     readiness.register(READY_GATE);
     let gpus = Api::<PhysicalGPU>::all(client);
     let (store, store_writer) = reflector::store();
-    let trigger = Arc::new(Notify::new());
+    let trigger = links.trigger.clone();
     let watch_trigger = trigger.clone();
     let selector = format!("{}={}", labels::NODE, config.node_name);
     let watch = watcher(gpus.clone(), watcher::Config::default().labels(&selector))
@@ -123,10 +154,16 @@ pub async fn run(
                 monitor_problem: monitor_problem.as_deref(),
             },
         };
+        let wants: Vec<_> = stored.iter().map(|gpu| desired_status(gpu, view)).collect();
+        publish_links(
+            &links,
+            &link,
+            &reading,
+            stored.iter().map(|gpu| gpu.as_ref()).zip(&wants),
+        );
         let mut failures = Vec::new();
-        for gpu in &stored {
-            let want = desired_status(gpu, view);
-            match writer.sync(gpu, &want).await {
+        for (gpu, want) in stored.iter().zip(&wants) {
+            match writer.sync(gpu, want).await {
                 Ok(false) => {}
                 Ok(true) => tracing::info!(
                     physicalgpu = %gpu.name_any(),
@@ -149,6 +186,34 @@ pub async fn run(
         }
         tracing::debug!(cards = cards.len(), writes = writer.writes(), "pass done");
     }
+}
+
+/// Shares the pass's offerable cards and the loaded library, waking receivers only on a change.
+fn publish_links<'a>(
+    links: &HandlerLinks,
+    link: &VendorLink,
+    reading: &LinkReading,
+    gpus: impl IntoIterator<Item = (&'a PhysicalGPU, &'a crate::desired::HandlerStatus)>,
+) {
+    let offers = match reading {
+        LinkReading::Available { readings, .. } => offerable_cards(gpus, readings),
+        LinkReading::Unavailable { .. } => Vec::new(),
+    };
+    links.offers.send_if_modified(|current| {
+        let changed = *current != offers;
+        if changed {
+            *current = offers;
+        }
+        changed
+    });
+    let backend = link.backend();
+    links.backend.send_if_modified(|current| {
+        let changed = current.as_ref().map(Arc::as_ptr) != backend.as_ref().map(Arc::as_ptr);
+        if changed {
+            *current = backend;
+        }
+        changed
+    });
 }
 
 fn write_backoff() -> Backoff {

@@ -10,6 +10,7 @@
 //! - [`writer`]: server-side apply of only the handler's fields, and only when they differ;
 //! - [`vendor_link`]: loading the vendor library with backoff, reading cards, the health-monitor
 //!   thread;
+//! - [`offer_feed`]: which cards may be offered through DRA, shared with the publisher;
 //! - [`handler`]: the event loop (watch on this node's PhysicalGPUs, health events, library
 //!   retries, a local NVML re-read; writes only on differences).
 //!
@@ -23,6 +24,7 @@ pub mod desired;
 pub mod handler;
 pub mod health;
 pub mod nvidia_status;
+pub mod offer_feed;
 pub mod vendor_link;
 pub mod writer;
 

@@ -72,6 +72,14 @@ impl VendorLink {
         }
     }
 
+    /// The loaded library, while it works.
+    pub fn backend(&self) -> Option<Arc<dyn VendorBackend>> {
+        match &self.state {
+            LinkState::Connected { backend, .. } => Some(Arc::clone(backend)),
+            LinkState::Unavailable { .. } => None,
+        }
+    }
+
     /// When the next load attempt is due, while the library is unavailable.
     pub fn retry_at(&self) -> Option<Instant> {
         match &self.state {

@@ -1,6 +1,20 @@
-//! The kubelet plugin transport. Work package in progress: `preparer` is the contract between the
-//! gRPC services and the node's prepare pipeline.
+//! The kubelet plugin transport: the registration server on the kubelet's `plugins_registry`
+//! socket and the DRA services (v1 and v1beta1) on the plugin's own socket, restart-safe, handing
+//! every claim to a [`ClaimPreparer`].
+//!
+//! It must never decide anything about devices: what a claim means, and whether preparing it is
+//! safe, belongs to the preparer. A claim's failure is reported for that claim only.
 
+mod config;
+mod dra_service;
+mod dra_versions;
 mod preparer;
+mod registration;
+mod server;
+mod socket;
 
+pub use config::{DEFAULT_KUBELET_ROOT, DRIVER_NAME, PluginConfig};
 pub use preparer::{ClaimPreparer, ClaimRef, PreparedDevice};
+pub use registration::{DRA_PLUGIN_TYPE, SUPPORTED_VERSIONS};
+pub use server::PluginServer;
+pub use socket::SocketError;

@@ -54,15 +54,21 @@ async fn node_gpus(s: &Setup) -> Vec<PhysicalGPU> {
 /// Waits for `want` PhysicalGPUs whose status is written: the agent creates an object and then
 /// writes its status subresource, so a listed object may briefly have no status yet.
 async fn wait_count(s: &Setup, want: usize, within: Duration) -> Vec<PhysicalGPU> {
-    wait_until(&format!("{want} published PhysicalGPUs on {}", s.node.name()), within, || async {
-        let gpus = node_gpus(s).await;
-        let published = gpus.iter().all(|g| g.status.as_ref().is_some_and(|st| st.pci_info.is_some()));
-        Ok(if gpus.len() == want && published {
-            Progress::Done(gpus)
-        } else {
-            Progress::Pending(format!("{} present", gpus.len()))
-        })
-    })
+    wait_until(
+        &format!("{want} published PhysicalGPUs on {}", s.node.name()),
+        within,
+        || async {
+            let gpus = node_gpus(s).await;
+            let published = gpus
+                .iter()
+                .all(|g| g.status.as_ref().is_some_and(|st| st.pci_info.is_some()));
+            Ok(if gpus.len() == want && published {
+                Progress::Done(gpus)
+            } else {
+                Progress::Pending(format!("{} present", gpus.len()))
+            })
+        },
+    )
     .await
     .unwrap()
 }

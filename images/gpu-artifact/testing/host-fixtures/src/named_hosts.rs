@@ -1,9 +1,11 @@
 //! The named fixture hosts, each named for the hardware it describes. Every
 //! one has the pci.ids excerpt, Ubuntu 22.04's os-release and a kernel
-//! release; they differ in their PCI devices and DMI.
+//! release, a boot id and, where a card is bound to `nvidia`, the driver's
+//! `/proc` files; they differ in their PCI devices and DMI.
 
 use crate::fixture_device::{CLASS_PCI_BRIDGE, FixtureDevice};
 use crate::host_tree::HostTree;
+use crate::nvidia_driver_proc::FIXTURE_BOOT_ID;
 
 /// Ubuntu 22.04's GA kernel, as `uname -r` prints it.
 pub const UBUNTU_2204_KERNEL: &str = "5.15.0-105-generic";
@@ -121,6 +123,8 @@ impl NamedHost {
                 place_behind_root_port(host, FixtureDevice::a30_pcie("0000:01:00.0").with_iommu_group(13));
             }
         }
+        host.write_boot_id(FIXTURE_BOOT_ID);
+        host.install_nvidia_driver_proc();
     }
 }
 

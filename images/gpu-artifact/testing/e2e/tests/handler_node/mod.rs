@@ -2,6 +2,8 @@
 //! the agent publishes, the mock libnvidia-ml installed where the handler will load it, and
 //! DriverReady applied under gpu-controller's field manager.
 
+#![allow(dead_code)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -86,11 +86,19 @@ pub fn controller_rules() -> Vec<PolicyRule> {
     ]
 }
 
-/// What gpu-handler may do: read its node's PhysicalGPUs, write their status, publish Events.
+/// What gpu-handler may do: read its node's PhysicalGPUs, write their status, publish its node's
+/// ResourceSlices, read claims and its Node, publish Events.
 pub fn handler_rules() -> Vec<PolicyRule> {
     vec![
         rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
         rule("gpu.deckhouse.io", &["physicalgpus/status"], &["get", "patch"]),
+        rule(
+            "resource.k8s.io",
+            &["resourceslices"],
+            &["get", "list", "watch", "create", "patch", "update", "delete"],
+        ),
+        rule("resource.k8s.io", &["resourceclaims"], &["get"]),
+        rule("", &["nodes"], &["get", "list", "watch"]),
         rule("events.k8s.io", &["events"], &["create", "patch"]),
     ]
 }
@@ -148,15 +156,32 @@ pub fn start_handler(
     kubeconfig: &Path,
     nvml_library: &Path,
 ) -> (ComponentProcess, u16) {
+    start_handler_with(ws, node, kubeconfig, nvml_library, &[])
+}
+
+/// [`start_handler`] with `extra` settings on top (a test-only fault point, say). Its kubelet root,
+/// host root and CDI directory are inside the workspace's fixture host.
+pub fn start_handler_with(
+    ws: &AgentWorkspace,
+    node: &str,
+    kubeconfig: &Path,
+    nvml_library: &Path,
+    extra: &[(&str, String)],
+) -> (ComponentProcess, u16) {
     let port = free_port();
-    let env = [
+    let host = ws.host_root();
+    let mut env = vec![
         ("NODE_NAME", node.to_owned()),
         ("NVML_LIBRARY", nvml_library.display().to_string()),
         ("NVML_RESYNC_INTERVAL", "1s".to_owned()),
+        ("HOST_ROOT", host.display().to_string()),
+        ("KUBELET_ROOT", host.join("var/lib/kubelet").display().to_string()),
+        ("CDI_DIR", host.join("var/run/cdi").display().to_string()),
         ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
         ("KUBECONFIG", kubeconfig.display().to_string()),
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
+    env.extend(extra.iter().cloned());
     (ComponentProcess::start("gpu-handler", &env, &ws.logs()).unwrap(), port)
 }
 

@@ -1,0 +1,17 @@
+//! The gpu-handler's answer to the kubelet. For each claim the kubelet names it reads the
+//! ResourceClaim (the kubelet sends only namespace, name and UID), resolves our driver's devices
+//! through the catalog of what this node publishes ([`resolve`]), and runs the node's prepare
+//! pipeline (`node-prepare`) on the blocking pool. A failure reaches the user as a Warning Event on
+//! the claim and on every Pod reserved for it; the kubelet shows the error and retries.
+//!
+//! After every prepare or unprepare it wakes the handler's status loop: the card's MIG mode may
+//! have changed, and the offers follow the status.
+//!
+//! It never decides placement (the allocation says where) and never touches a card itself.
+
+mod events;
+mod node_claims;
+mod resolve;
+
+pub use node_claims::{NodeClaims, NodeClaimsLinks};
+pub use resolve::{ResolveError, resolve_devices};

@@ -1,0 +1,99 @@
+//! One card turned into its offers: the whole card and, where MIG is allowed, every placement of
+//! every profile; each with its attributes, capacities and counter consumption, and the catalog
+//! entry that tells the node what the name means.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::resource::v1::{Counter, CounterSet, Device, DeviceCounterConsumption};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::attributes::{mig_attributes, mig_capacity, physical_attributes, physical_capacity};
+use crate::card::{CardOffering, OfferPolicy};
+use crate::catalog::OfferedDevice;
+use crate::counters::{CounterValues, card_counters, mig_consumption};
+use crate::names::{counter_set_name, mig_device_name, physical_device_name};
+
+/// A published device and what it means on the node.
+#[derive(Debug, Clone)]
+pub struct Offer {
+    pub device: Device,
+    pub offered: OfferedDevice,
+}
+
+/// Everything one card contributes to the pool.
+#[derive(Debug, Clone)]
+pub struct CardOffers {
+    /// `None` when counters are not published (the fallback).
+    pub counter_set: Option<CounterSet>,
+    pub offers: Vec<Offer>,
+}
+
+/// The card's offers under `policy`.
+pub fn card_offers(card: &CardOffering, policy: OfferPolicy) -> CardOffers {
+    let inventory = &card.inventory;
+    let set_name = counter_set_name(&inventory.pci_address);
+    let consumes = |values: &CounterValues| {
+        policy.counters.then(|| {
+            vec![DeviceCounterConsumption {
+                counter_set: set_name.clone(),
+                counters: counters(values),
+            }]
+        })
+    };
+    let whole_card = card_counters(inventory);
+    let mut offers = vec![Offer {
+        device: Device {
+            name: physical_device_name(card.index),
+            attributes: Some(physical_attributes(card)),
+            capacity: Some(physical_capacity(card)),
+            consumes_counters: consumes(&whole_card),
+            ..Device::default()
+        },
+        offered: OfferedDevice::Physical {
+            pci_address: inventory.pci_address,
+            uuid: inventory.uuid.clone(),
+            physical_gpu: card.physical_gpu.clone(),
+        },
+    }];
+    let mig = inventory.mig.as_ref().filter(|_| policy.offers_mig());
+    for profile in mig.iter().flat_map(|mig| &mig.profiles) {
+        for placement in &profile.placements {
+            offers.push(Offer {
+                device: Device {
+                    name: mig_device_name(card.index, &profile.name, *placement),
+                    attributes: Some(mig_attributes(card, profile)),
+                    capacity: Some(mig_capacity(profile)),
+                    consumes_counters: consumes(&mig_consumption(profile, *placement)),
+                    ..Device::default()
+                },
+                offered: OfferedDevice::Mig {
+                    pci_address: inventory.pci_address,
+                    parent_uuid: inventory.uuid.clone(),
+                    physical_gpu: card.physical_gpu.clone(),
+                    profile_id: profile.id,
+                    profile_name: profile.name.clone(),
+                    placement: *placement,
+                },
+            });
+        }
+    }
+    CardOffers {
+        counter_set: policy.counters.then(|| CounterSet {
+            name: set_name.clone(),
+            counters: counters(&whole_card),
+        }),
+        offers,
+    }
+}
+
+fn counters(values: &CounterValues) -> BTreeMap<String, Counter> {
+    values
+        .iter()
+        .map(|(name, value)| {
+            let counter = Counter {
+                value: Quantity(value.to_string()),
+            };
+            (name.clone(), counter)
+        })
+        .collect()
+}

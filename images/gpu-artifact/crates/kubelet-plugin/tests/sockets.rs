@@ -1,0 +1,103 @@
+//! Restart safety of the sockets: what a crashed process left is replaced, a live process's socket
+//! is never taken, and a clean shutdown leaves no socket files.
+
+mod support;
+
+use std::sync::Arc;
+
+use component_base::Shutdown;
+use kubelet_plugin::{PluginServer, SocketError};
+use kubelet_plugin_api::registration::InfoRequest;
+use kubelet_plugin_api::registration::registration_client::RegistrationClient;
+use kubelet_plugin_api::{connect_unix_socket, dra_v1 as v1};
+use support::{FakePreparer, config, start_plugin};
+
+#[tokio::test]
+async fn sockets_left_by_a_crashed_process_are_replaced() {
+    let root = tempfile::tempdir().unwrap();
+    let config = config(root.path());
+    for socket in [config.dra_socket(), config.registration_socket()] {
+        std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+        // Bound and never cleaned up: the file stays, nobody listens (a crash).
+        drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+        assert!(socket.exists());
+    }
+
+    let shutdown = Shutdown::new();
+    let preparer = Arc::new(FakePreparer::default());
+    let server = PluginServer::start(config.clone(), preparer, shutdown.clone())
+        .await
+        .expect("stale sockets are replaced");
+
+    let mut registration = RegistrationClient::new(connect_unix_socket(&config.registration_socket()).await.unwrap());
+    let info = registration.get_info(InfoRequest {}).await.unwrap().into_inner();
+    assert_eq!(info.name, "gpu.deckhouse.io");
+    let mut dra = v1::dra_plugin_client::DraPluginClient::new(connect_unix_socket(&config.dra_socket()).await.unwrap());
+    let answer = dra
+        .node_unprepare_resources(v1::NodeUnprepareResourcesRequest { claims: vec![] })
+        .await
+        .unwrap();
+    assert!(answer.into_inner().claims.is_empty());
+
+    shutdown.trigger();
+    server.stopped().await;
+}
+
+#[tokio::test]
+async fn a_live_servers_sockets_are_not_stolen() {
+    let first = start_plugin().await;
+    let second = PluginServer::start(
+        config(first.root.path()),
+        Arc::new(FakePreparer::default()),
+        Shutdown::new(),
+    )
+    .await;
+    match second {
+        Err(SocketError::InUse { path }) => assert_eq!(path, first.server.dra_socket()),
+        Err(other) => panic!("expected the DRA socket to be refused as in use, got {other}"),
+        Ok(_) => panic!("a second plugin took over a live plugin's sockets"),
+    }
+
+    let mut registration =
+        RegistrationClient::new(connect_unix_socket(first.server.registration_socket()).await.unwrap());
+    let info = registration.get_info(InfoRequest {}).await.unwrap().into_inner();
+    assert_eq!(info.endpoint, first.server.dra_socket().to_string_lossy());
+    assert!(
+        first.server.dra_socket().exists(),
+        "the first plugin keeps its DRA socket"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_removes_both_sockets() {
+    let plugin = start_plugin().await;
+    let dra = plugin.server.dra_socket().to_owned();
+    let registration = plugin.server.registration_socket().to_owned();
+    assert!(dra.exists() && registration.exists());
+
+    plugin.shutdown.trigger();
+    plugin.server.stopped().await;
+    assert!(!dra.exists(), "{} left behind", dra.display());
+    assert!(!registration.exists(), "{} left behind", registration.display());
+}
+
+#[tokio::test]
+async fn a_live_registration_socket_leaves_no_dra_socket_behind() {
+    let root = tempfile::tempdir().unwrap();
+    let config = config(root.path());
+    std::fs::create_dir_all(config.registration_socket().parent().unwrap()).unwrap();
+    // Another process serves the registration socket (say, a second instance of the plugin).
+    let _other = tokio::net::UnixListener::bind(config.registration_socket()).unwrap();
+
+    let started = PluginServer::start(config.clone(), Arc::new(FakePreparer::default()), Shutdown::new()).await;
+    assert!(
+        matches!(&started, Err(SocketError::InUse { path }) if path == &config.registration_socket()),
+        "{:?}",
+        started.as_ref().err()
+    );
+    assert!(!config.dra_socket().exists(), "the DRA socket is removed again");
+    assert!(
+        config.registration_socket().exists(),
+        "the other process keeps its socket"
+    );
+}

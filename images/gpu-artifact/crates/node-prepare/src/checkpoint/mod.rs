@@ -1,0 +1,114 @@
+//! The node's record of prepared claims: what exists on the host because of
+//! which claim. It is the only memory the handler has across restarts, so it
+//! is written before every side effect (`PrepareStarted`) and after the last
+//! one (`PrepareCompleted`).
+
+mod store;
+
+use std::collections::BTreeMap;
+
+use dra_offers::OfferedDevice;
+use gpu_vendor::PciAddress;
+use kubelet_plugin::PreparedDevice;
+use serde::{Deserialize, Serialize};
+
+pub(crate) use store::CheckpointStore;
+
+/// The checkpoint's content (the `data` of the file).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CheckpointData {
+    /// The kernel boot id when the claims were prepared: MIG instances and
+    /// `/var/run` files do not survive a reboot, so neither do the records.
+    pub boot_id: String,
+    /// Claims by UID.
+    pub claims: BTreeMap<String, CheckpointClaim>,
+}
+
+/// One claim the node has started or finished preparing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointClaim {
+    pub namespace: String,
+    pub name: String,
+    pub state: ClaimState,
+    pub devices: Vec<CheckpointDevice>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClaimState {
+    /// Side effects may have begun; none is trusted to be complete.
+    PrepareStarted,
+    /// Every device exists and the CDI spec is written.
+    PrepareCompleted,
+}
+
+/// One device of a claim and what was made for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointDevice {
+    pub request: String,
+    pub pool: String,
+    pub device: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_id: Option<String>,
+    pub target: OfferedDevice,
+    /// Fully qualified CDI ids; empty until `PrepareCompleted`.
+    #[serde(default)]
+    pub cdi_device_ids: Vec<String>,
+    /// The MIG device created for a `Mig` target; `None` until created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_instance: Option<MigInstanceRecord>,
+}
+
+/// The vendor's ids of a created MIG device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigInstanceRecord {
+    pub gpu_instance_id: u32,
+    pub compute_instance_id: u32,
+    pub uuid: String,
+}
+
+impl CheckpointClaim {
+    /// `namespace/name`.
+    pub fn label(&self) -> String {
+        crate::request::claim_label(&self.namespace, &self.name)
+    }
+
+    /// The devices as the kubelet gets them back.
+    pub fn prepared_devices(&self) -> Vec<PreparedDevice> {
+        self.devices
+            .iter()
+            .map(|device| PreparedDevice {
+                request_names: vec![device.request.clone()],
+                pool_name: device.pool.clone(),
+                device_name: device.device.clone(),
+                cdi_device_ids: device.cdi_device_ids.clone(),
+                share_id: device.share_id.clone(),
+            })
+            .collect()
+    }
+}
+
+impl CheckpointData {
+    /// Every recorded device on `card` with its claim's UID and record.
+    pub(crate) fn devices_on_card<'a>(
+        &'a self,
+        card: &'a PciAddress,
+    ) -> impl Iterator<Item = (&'a str, &'a CheckpointClaim, &'a CheckpointDevice)> + 'a {
+        self.claims.iter().flat_map(move |(uid, claim)| {
+            claim
+                .devices
+                .iter()
+                .filter(move |device| device.target.pci_address() == card)
+                .map(move |device| (uid.as_str(), claim, device))
+        })
+    }
+
+    /// Whether any claim other than `except_uid` has a MIG device on `card`.
+    pub(crate) fn has_mig_claim_on(&self, card: &PciAddress, except_uid: Option<&str>) -> bool {
+        self.devices_on_card(card)
+            .any(|(uid, _, device)| Some(uid) != except_uid && matches!(device.target, OfferedDevice::Mig { .. }))
+    }
+}

@@ -1,0 +1,94 @@
+//! Where the pipeline keeps its state on the host, and which pool is this node's.
+//!
+//! Every host path lives under one root (`/` in production, a fixture tree in
+//! tests), so nothing here may hard-code an absolute path without it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The CDI vendor and class of our per-claim specs (`<vendor>/<class>`).
+pub const CDI_KIND: &str = "gpu.deckhouse.io/claim";
+
+/// How the pipeline finds the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodePrepareConfig {
+    /// The Kubernetes node this handler serves; its pool is `gpus/<node>`.
+    pub node_name: String,
+    /// The host's `/`.
+    pub host_root: PathBuf,
+    /// The plugin data directory: node lock and checkpoint.
+    pub plugin_dir: PathBuf,
+    /// Where per-claim CDI specs are written (a dynamic CDI directory).
+    pub cdi_dir: PathBuf,
+    /// How long a prepare or unprepare waits for the node lock. NVIDIA's
+    /// driver uses 10 s; a GPU instance destroy alone takes about 1 s.
+    pub lock_timeout: Duration,
+}
+
+impl NodePrepareConfig {
+    /// The production layout below `host_root`: plugin dir
+    /// `var/lib/kubelet/plugins/gpu.deckhouse.io`, CDI dir `var/run/cdi`,
+    /// a 10 s lock timeout.
+    pub fn new(node_name: impl Into<String>, host_root: impl Into<PathBuf>) -> Self {
+        let host_root = host_root.into();
+        NodePrepareConfig {
+            node_name: node_name.into(),
+            plugin_dir: host_root.join("var/lib/kubelet/plugins/gpu.deckhouse.io"),
+            cdi_dir: host_root.join("var/run/cdi"),
+            host_root,
+            lock_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// The node's ResourceSlice pool (architecture section 4).
+    pub fn pool_name(&self) -> String {
+        dra_offers::pool_name(&self.node_name)
+    }
+
+    /// An absolute host path (such as `/proc/driver/...`) below the root.
+    pub fn host_path(&self, absolute: impl AsRef<Path>) -> PathBuf {
+        let path = absolute.as_ref();
+        self.host_root.join(path.strip_prefix("/").unwrap_or(path))
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.plugin_dir.join("prepare.lock")
+    }
+
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.plugin_dir.join("checkpoint.json")
+    }
+
+    /// The per-claim CDI spec file, named as NVIDIA's transient specs are
+    /// (`<vendor>-<class>_<claimUID>`).
+    pub fn cdi_spec_path(&self, claim_uid: &str) -> PathBuf {
+        self.cdi_dir.join(format!("gpu.deckhouse.io-claim_{claim_uid}.json"))
+    }
+
+    pub fn boot_id_path(&self) -> PathBuf {
+        self.host_path("/proc/sys/kernel/random/boot_id")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_path_lives_under_the_host_root() {
+        let config = NodePrepareConfig::new("w1", "/fixture");
+        assert_eq!(config.pool_name(), "gpus/w1");
+        assert_eq!(
+            config.checkpoint_path(),
+            Path::new("/fixture/var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json")
+        );
+        assert_eq!(
+            config.cdi_spec_path("0a1b"),
+            Path::new("/fixture/var/run/cdi/gpu.deckhouse.io-claim_0a1b.json")
+        );
+        assert_eq!(
+            config.boot_id_path(),
+            Path::new("/fixture/proc/sys/kernel/random/boot_id")
+        );
+    }
+}

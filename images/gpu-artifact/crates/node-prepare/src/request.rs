@@ -1,0 +1,31 @@
+//! What a prepare is asked to do: a claim and the devices allocated to it on
+//! this node, already resolved to what each published name means.
+
+use dra_offers::OfferedDevice;
+use kubelet_plugin::ClaimRef;
+
+/// One claim's devices of our driver on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrepareRequest {
+    pub claim: ClaimRef,
+    pub devices: Vec<AllocatedDevice>,
+}
+
+/// One allocation result of the claim, with the device its name stands for
+/// (looked up in the node's `DeviceCatalog` by the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocatedDevice {
+    /// The request of the claim this device was allocated for.
+    pub request: String,
+    pub pool: String,
+    /// The published device name, e.g. `gpu0` or `gpu0-mig-2g12gb-0`.
+    pub device: String,
+    /// Set for a share of a device that allows multiple allocations.
+    pub share_id: Option<String>,
+    pub target: OfferedDevice,
+}
+
+/// `namespace/name`, the way users name a claim in messages.
+pub(crate) fn claim_label(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}

@@ -1,0 +1,104 @@
+//! Step 2: read the checkpoint. A claim already `PrepareCompleted` ends the
+//! pipeline with its recorded devices (the kubelet repeats calls); one left
+//! `PrepareStarted` by a crash or a failed undo is rolled back first, so the
+//! claim starts from a clean card.
+
+use super::{PrepareRun, PrepareStep};
+use crate::checkpoint::ClaimState;
+use crate::error::PrepareError;
+use crate::rebooted::forget_rebooted_claims;
+use crate::teardown::tear_down_claim;
+
+pub(crate) struct LoadCheckpoint;
+
+impl PrepareStep for LoadCheckpoint {
+    fn name(&self) -> &'static str {
+        "load the checkpoint"
+    }
+
+    fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
+        let loaded = run.store.load()?;
+        run.checkpoint = loaded.data;
+        if !loaded.dropped_after_reboot.is_empty() {
+            forget_rebooted_claims(run.config, &loaded.dropped_after_reboot);
+            run.store.save(&run.checkpoint)?;
+        }
+        let uid = run.request.claim.uid.clone();
+        let Some(claim) = run.checkpoint.claims.get(&uid).cloned() else {
+            return Ok(());
+        };
+        match claim.state {
+            ClaimState::PrepareCompleted => run.outcome = Some(claim.prepared_devices()),
+            ClaimState::PrepareStarted => {
+                tracing::info!(claim = %claim.label(), "rolling back an earlier prepare that did not complete");
+                tear_down_claim(run.config, run.backend, &run.checkpoint, &uid, &claim)?;
+                run.checkpoint.claims.remove(&uid);
+                run.store.save(&run.checkpoint)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reading changed nothing; a rollback of an earlier attempt is not
+    /// something to restore.
+    fn undo(&self, _run: &mut PrepareRun<'_>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::{CheckpointClaim, CheckpointDevice};
+    use crate::test_node::TestNode;
+
+    fn record(node: &TestNode, uid: &str, state: ClaimState) {
+        let request = node.physical_request(uid);
+        let mut data = node.store.load().unwrap().data;
+        let devices = request
+            .devices
+            .iter()
+            .map(|d| CheckpointDevice {
+                request: d.request.clone(),
+                pool: d.pool.clone(),
+                device: d.device.clone(),
+                share_id: None,
+                target: d.target.clone(),
+                cdi_device_ids: vec![format!("gpu.deckhouse.io/claim={uid}-gpu0")],
+                mig_instance: None,
+            })
+            .collect();
+        let claim = CheckpointClaim {
+            namespace: "default".into(),
+            name: uid.into(),
+            state,
+            devices,
+        };
+        data.claims.insert(uid.into(), claim);
+        node.store.save(&data).unwrap();
+    }
+
+    #[test]
+    fn a_completed_claim_ends_the_pipeline_with_its_recorded_devices() {
+        let node = TestNode::a30();
+        record(&node, "uid-a", ClaimState::PrepareCompleted);
+        let request = node.physical_request("uid-a");
+        let mut run = node.run(&request);
+        LoadCheckpoint.run(&mut run).unwrap();
+        let devices = run.outcome.expect("already prepared");
+        assert_eq!(devices[0].cdi_device_ids, ["gpu.deckhouse.io/claim=uid-a-gpu0"]);
+    }
+
+    #[test]
+    fn a_started_claim_is_rolled_back_before_preparing_again() {
+        let node = TestNode::a30();
+        record(&node, "uid-a", ClaimState::PrepareStarted);
+        std::fs::create_dir_all(&node.config.cdi_dir).unwrap();
+        std::fs::write(node.config.cdi_spec_path("uid-a"), "{}").unwrap();
+        let request = node.physical_request("uid-a");
+        let mut run = node.run(&request);
+        LoadCheckpoint.run(&mut run).unwrap();
+        assert!(run.outcome.is_none());
+        assert!(run.checkpoint.claims.is_empty());
+        assert!(node.store.load().unwrap().data.claims.is_empty());
+        assert!(!node.config.cdi_spec_path("uid-a").exists());
+    }
+}

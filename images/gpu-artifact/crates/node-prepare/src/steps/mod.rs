@@ -1,0 +1,118 @@
+//! The prepare pipeline: a fixed list of small steps, each with a `run` and
+//! an `undo`. When step k fails, steps k-1..1 are undone in reverse order, so
+//! a failed prepare leaves the node as it found it. No step reaches around
+//! another: they share only [`PrepareRun`].
+
+mod check_allocation;
+mod create_devices;
+mod load_checkpoint;
+mod record_completed;
+mod record_started;
+mod take_node_lock;
+mod write_cdi_spec;
+
+use gpu_vendor::{PciAddress, VendorBackend};
+use kubelet_plugin::PreparedDevice;
+
+use crate::checkpoint::{CheckpointData, CheckpointStore, MigInstanceRecord};
+use crate::config::NodePrepareConfig;
+use crate::error::PrepareError;
+use crate::node_lock::NodeLockGuard;
+use crate::request::{PrepareRequest, claim_label};
+
+pub(crate) use check_allocation::CheckAllocation;
+pub(crate) use create_devices::CreateDevices;
+pub(crate) use load_checkpoint::LoadCheckpoint;
+pub(crate) use record_completed::RecordPrepareCompleted;
+pub(crate) use record_started::RecordPrepareStarted;
+pub(crate) use take_node_lock::TakeNodeLock;
+pub(crate) use write_cdi_spec::WriteCdiSpec;
+
+/// One step of the pipeline.
+pub(crate) trait PrepareStep: Sync {
+    fn name(&self) -> &'static str;
+    fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError>;
+    /// Takes back what `run` did. Best effort: failures are logged, and what
+    /// is left is found again by reconciliation.
+    fn undo(&self, run: &mut PrepareRun<'_>);
+}
+
+/// The steps in their fixed order.
+pub(crate) const PREPARE_STEPS: [&dyn PrepareStep; 7] = [
+    &TakeNodeLock,
+    &LoadCheckpoint,
+    &CheckAllocation,
+    &RecordPrepareStarted,
+    &CreateDevices,
+    &WriteCdiSpec,
+    &RecordPrepareCompleted,
+];
+
+/// The state one prepare carries from step to step.
+pub(crate) struct PrepareRun<'a> {
+    pub config: &'a NodePrepareConfig,
+    pub backend: &'a dyn VendorBackend,
+    pub store: &'a CheckpointStore,
+    pub request: &'a PrepareRequest,
+    pub lock: Option<NodeLockGuard>,
+    pub checkpoint: CheckpointData,
+    /// MIG devices made by this run, by index into `request.devices`.
+    pub created: Vec<(usize, PciAddress, MigInstanceRecord)>,
+    /// Cards this run turned MIG on for.
+    pub mig_enabled_on: Vec<PciAddress>,
+    /// CDI ids per device of the request, once the spec is written.
+    pub cdi_device_ids: Vec<Vec<String>>,
+    /// Set when the claim is prepared (now or earlier): the pipeline ends.
+    pub outcome: Option<Vec<PreparedDevice>>,
+}
+
+impl<'a> PrepareRun<'a> {
+    pub fn new(
+        config: &'a NodePrepareConfig,
+        backend: &'a dyn VendorBackend,
+        store: &'a CheckpointStore,
+        request: &'a PrepareRequest,
+    ) -> Self {
+        PrepareRun {
+            config,
+            backend,
+            store,
+            request,
+            lock: None,
+            checkpoint: CheckpointData::default(),
+            created: Vec::new(),
+            mig_enabled_on: Vec::new(),
+            cdi_device_ids: Vec::new(),
+            outcome: None,
+        }
+    }
+
+    /// `namespace/name` of the claim being prepared.
+    pub fn claim_label(&self) -> String {
+        claim_label(&self.request.claim.namespace, &self.request.claim.name)
+    }
+}
+
+/// Runs `steps` until one sets the outcome; on a failure undoes the steps
+/// that ran, newest first, and returns the failure.
+pub(crate) fn run_steps(
+    steps: &[&dyn PrepareStep],
+    run: &mut PrepareRun<'_>,
+) -> Result<Vec<PreparedDevice>, PrepareError> {
+    for (index, step) in steps.iter().enumerate() {
+        if let Err(error) = step.run(run) {
+            tracing::warn!(claim = %run.claim_label(), step = step.name(), %error, "prepare failed; undoing");
+            for done in steps[..index].iter().rev() {
+                done.undo(run);
+            }
+            return Err(error);
+        }
+        if let Some(devices) = run.outcome.take() {
+            return Ok(devices);
+        }
+    }
+    Err(PrepareError::refused(
+        &run.claim_label(),
+        "the prepare pipeline ended without recording the claim as prepared",
+    ))
+}

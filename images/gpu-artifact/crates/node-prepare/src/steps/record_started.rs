@@ -1,0 +1,75 @@
+//! Step 4: record `PrepareStarted` durably before the first side effect, so
+//! a crash from here on is found and rolled back at the next start.
+
+use super::{PrepareRun, PrepareStep};
+use crate::checkpoint::{CheckpointClaim, CheckpointDevice, ClaimState};
+use crate::error::PrepareError;
+use crate::fault_point::fault_point;
+
+pub(crate) struct RecordPrepareStarted;
+
+impl PrepareStep for RecordPrepareStarted {
+    fn name(&self) -> &'static str {
+        "record PrepareStarted"
+    }
+
+    fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
+        let devices = run
+            .request
+            .devices
+            .iter()
+            .map(|device| CheckpointDevice {
+                request: device.request.clone(),
+                pool: device.pool.clone(),
+                device: device.device.clone(),
+                share_id: device.share_id.clone(),
+                target: device.target.clone(),
+                cdi_device_ids: Vec::new(),
+                mig_instance: None,
+            })
+            .collect();
+        let claim = &run.request.claim;
+        run.checkpoint.claims.insert(
+            claim.uid.clone(),
+            CheckpointClaim {
+                namespace: claim.namespace.clone(),
+                name: claim.name.clone(),
+                state: ClaimState::PrepareStarted,
+                devices,
+            },
+        );
+        run.store.save(&run.checkpoint)?;
+        fault_point("after-prepare-started");
+        Ok(())
+    }
+
+    fn undo(&self, run: &mut PrepareRun<'_>) {
+        run.checkpoint.claims.remove(&run.request.claim.uid);
+        if let Err(error) = run.store.save(&run.checkpoint) {
+            tracing::warn!(claim = %run.claim_label(), %error, "cannot remove the PrepareStarted record; reconciliation will");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::LoadCheckpoint;
+    use crate::test_node::TestNode;
+
+    #[test]
+    fn records_the_claim_as_started_and_removes_it_on_undo() {
+        let node = TestNode::a30();
+        let request = node.mig_request("uid-a", &[2]);
+        let mut run = node.run(&request);
+        LoadCheckpoint.run(&mut run).unwrap();
+        RecordPrepareStarted.run(&mut run).unwrap();
+        let stored = node.store.load().unwrap().data;
+        let claim = &stored.claims["uid-a"];
+        assert_eq!(claim.state, ClaimState::PrepareStarted);
+        assert_eq!(claim.devices[0].device, "gpu0-mig-2g12gb-2");
+        assert_eq!(claim.devices[0].target, request.devices[0].target);
+        RecordPrepareStarted.undo(&mut run);
+        assert!(node.store.load().unwrap().data.claims.is_empty());
+    }
+}

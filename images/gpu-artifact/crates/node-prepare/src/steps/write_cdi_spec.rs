@@ -1,0 +1,119 @@
+//! Step 6: write the claim's CDI spec (atomically), so the runtime can give
+//! the containers exactly the allocated card or MIG device.
+
+use dra_offers::OfferedDevice;
+
+use super::{PrepareRun, PrepareStep};
+use crate::atomic_file::{remove_durably, write_atomically};
+use crate::cdi_spec::{self, CdiDevice};
+use crate::driver_proc::{card_minor, mig_capability_minors};
+use crate::error::PrepareError;
+
+pub(crate) struct WriteCdiSpec;
+
+impl PrepareStep for WriteCdiSpec {
+    fn name(&self) -> &'static str {
+        "write the CDI spec"
+    }
+
+    fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
+        let uid = &run.request.claim.uid;
+        let devices = cdi_devices(run)?;
+        let spec = serde_json::to_vec_pretty(&cdi_spec::spec(uid, &devices))
+            .map_err(|e| PrepareError::refused(&run.claim_label(), format!("cannot encode the CDI spec: {e}")))?;
+        write_atomically(&run.config.cdi_spec_path(uid), &spec)?;
+        run.cdi_device_ids = run
+            .request
+            .devices
+            .iter()
+            .map(|device| vec![cdi_spec::cdi_device_id(uid, &device.device)])
+            .collect();
+        Ok(())
+    }
+
+    fn undo(&self, run: &mut PrepareRun<'_>) {
+        let path = run.config.cdi_spec_path(&run.request.claim.uid);
+        if let Err(error) = remove_durably(&path) {
+            tracing::warn!(%error, "cannot remove the CDI spec of a failed prepare");
+        }
+        run.cdi_device_ids.clear();
+    }
+}
+
+fn cdi_devices(run: &PrepareRun<'_>) -> Result<Vec<CdiDevice>, PrepareError> {
+    let mut devices = Vec::new();
+    for (index, device) in run.request.devices.iter().enumerate() {
+        let card = device.target.pci_address();
+        let minor = card_minor(run.config, card)?;
+        let (visible_uuid, mig_capability_minors) = match &device.target {
+            OfferedDevice::Physical { uuid, .. } => (uuid.clone(), None),
+            OfferedDevice::Mig { .. } => {
+                let (_, _, record) = run.created.iter().find(|(i, ..)| *i == index).ok_or_else(|| {
+                    PrepareError::refused(
+                        &run.claim_label(),
+                        format!("device {}: no MIG device was created for it", device.device),
+                    )
+                })?;
+                let minors =
+                    mig_capability_minors(run.config, minor, record.gpu_instance_id, record.compute_instance_id)?;
+                (record.uuid.clone(), Some(minors))
+            }
+        };
+        devices.push(CdiDevice {
+            device: device.device.clone(),
+            card_minor: minor,
+            visible_uuid,
+            mig_capability_minors,
+        });
+    }
+    Ok(devices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::MigInstanceRecord;
+    use crate::test_node::TestNode;
+
+    #[test]
+    fn writes_one_cdi_device_per_allocated_device_and_undo_removes_the_file() {
+        let node = TestNode::a30();
+        let request = node.mig_request("uid-a", &[2]);
+        let mut run = node.run(&request);
+        let record = MigInstanceRecord {
+            gpu_instance_id: 1,
+            compute_instance_id: 0,
+            uuid: "MIG-1".into(),
+        };
+        run.created.push((0, node.card, record));
+        WriteCdiSpec.run(&mut run).unwrap();
+        assert_eq!(run.cdi_device_ids, [["gpu.deckhouse.io/claim=uid-a-gpu0-mig-2g12gb-2"]]);
+        let path = node.config.cdi_spec_path("uid-a");
+        let spec: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(spec["devices"][0]["name"], "uid-a-gpu0-mig-2g12gb-2");
+        assert_eq!(
+            spec["devices"][0]["containerEdits"]["env"][0],
+            "NVIDIA_VISIBLE_DEVICES=MIG-1"
+        );
+        assert_eq!(
+            spec["devices"][0]["containerEdits"]["deviceNodes"][5]["path"],
+            "/dev/nvidia-caps/nvidia-cap13"
+        );
+        WriteCdiSpec.undo(&mut run);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_card_the_driver_does_not_list_is_an_error_naming_the_file() {
+        let node = TestNode::a30();
+        node.host.remove("proc/driver/nvidia");
+        let request = node.physical_request("uid-a");
+        let mut run = node.run(&request);
+        let error = WriteCdiSpec.run(&mut run).unwrap_err().to_string();
+        assert!(
+            error.contains("proc/driver/nvidia/gpus/0000:01:00.0/information"),
+            "{error}"
+        );
+        assert!(!node.config.cdi_spec_path("uid-a").exists());
+    }
+}

@@ -1,0 +1,107 @@
+//! The publisher's life: read the server version once, watch the Node, and publish whenever the
+//! eligible cards or the Node's MIG label change. Nothing periodic: an unchanged input is never
+//! re-sent.
+
+use anyhow::Context;
+use component_base::Shutdown;
+use controller_plumbing::{Backoff, retry_until_ok};
+use dra_offers::{CardOffering, DeviceCatalog, Layout};
+use k8s_openapi::apimachinery::pkg::version::Info;
+use tokio::sync::watch;
+
+use crate::metrics::PublicationMetrics;
+use crate::node_watch::{NodeView, watch_node};
+use crate::publisher::{Publisher, PublisherConfig};
+
+/// Runs until `shutdown` (or until the sender of `cards` is dropped). Publishes the node's pool
+/// for `cards`, republishing when they or the Node's `gpu.deckhouse.io/allow-mig` label change, and
+/// sends what is published on `catalog`. Failed writes are retried with backoff; they never end it.
+pub async fn run(
+    client: kube::Client,
+    config: PublisherConfig,
+    mut cards: watch::Receiver<Vec<CardOffering>>,
+    catalog: watch::Sender<DeviceCatalog>,
+    metrics: PublicationMetrics,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let version = retry_until_ok("reading the API server version", &shutdown, || {
+        client.apiserver_version()
+    })
+    .await;
+    let Some(version) = version else {
+        return Ok(());
+    };
+    let layout = layout_of(&version)?;
+    tracing::info!(server = %version.git_version, ?layout, "publishing ResourceSlices");
+    metrics.set_counters_dropped(false);
+
+    let (node_sender, mut node) = watch::channel::<Option<NodeView>>(None);
+    let node_watch = tokio::spawn(watch_node(client.clone(), config.node_name.clone(), node_sender));
+    let mut publisher = Publisher::new(client, &config, layout, metrics);
+    let mut backoff = Backoff::default();
+    loop {
+        let seen = tokio::select! {
+            seen = node.wait_for(Option::is_some) => seen.map(|view| view.clone()),
+            _ = shutdown.cancelled() => break,
+        };
+        let Ok(Some(view)) = seen else {
+            break;
+        };
+        let input = cards.borrow_and_update().clone();
+        let pause = match publisher.publish(&input, &view).await {
+            Ok(published) => {
+                catalog.send_replace(published);
+                backoff = Backoff::default();
+                None
+            }
+            Err(error) => {
+                let delay = backoff.next_delay();
+                tracing::warn!(error = format!("{error:#}"), retry_in = ?delay, "publishing ResourceSlices failed");
+                Some(delay)
+            }
+        };
+        let retry = async {
+            match pause {
+                Some(delay) => tokio::time::sleep(delay).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = retry => {}
+            changed = cards.changed() => if changed.is_err() { break },
+            _ = node.changed() => {}
+            _ = shutdown.cancelled() => break,
+        }
+    }
+    node_watch.abort();
+    Ok(())
+}
+
+/// The layout of a server whose version is `info` (`minor` may carry a `+`, as on some distributions).
+fn layout_of(info: &Info) -> anyhow::Result<Layout> {
+    let number = |text: &str| -> anyhow::Result<u32> {
+        let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+        digits
+            .parse()
+            .with_context(|| format!("API server version {}.{}", info.major, info.minor))
+    };
+    Ok(Layout::for_server(number(&info.major)?, number(&info.minor)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_layout_follows_the_server_version() {
+        let info = |major: &str, minor: &str| Info {
+            major: major.into(),
+            minor: minor.into(),
+            ..Info::default()
+        };
+        assert_eq!(layout_of(&info("1", "34")).unwrap(), Layout::Combined);
+        assert_eq!(layout_of(&info("1", "34+")).unwrap(), Layout::Combined);
+        assert_eq!(layout_of(&info("1", "37")).unwrap(), Layout::Split);
+        assert!(layout_of(&info("", "")).is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! A whole simulated GPU node for the kubelet-plugin e2e tests: the handler node of
+//! `handler_node` (Node, fixture host, node agent, PhysicalGPU, DriverReady) plus the mock
+//! libnvidia-ml, gpu-handler with its kubelet root inside the fixture host, and the kubelet
+//! simulator speaking the real registration and DRA protocols to it.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceSlice;
+use kube::Api;
+use kube::api::ListParams;
+use kubelet_sim::{KubeletSim, KubeletSimOptions};
+use mock_nvml::test_support::MockInstall;
+use serde_json::Value;
+use testbed::{ComponentProcess, Progress, wait_until};
+
+use crate::handler_node::{Setup, setup};
+use crate::support::components::start_handler_with;
+use host_fixtures::NamedHost;
+
+pub struct PluginNode {
+    pub s: Setup,
+    pub mock: MockInstall,
+    pub handler: ComponentProcess,
+    pub kubelet: KubeletSim,
+}
+
+impl PluginNode {
+    /// The node with DriverReady=True, its handler running with `handler_env` on top of the usual
+    /// settings, the kubelet simulator started, and the node's slices published.
+    pub async fn start(test: &str, fixture: NamedHost, handler_env: &[(&str, String)]) -> Self {
+        let s = setup(test, fixture).await;
+        s.set_driver_ready("True").await;
+        let mock = s.install_mock("nvml");
+        let handler = start_handler_with(
+            &s.ws,
+            s.node.name(),
+            &s.handler_kubeconfig,
+            &mock.library_path(),
+            handler_env,
+        )
+        .0;
+        let options = KubeletSimOptions {
+            backoff_max: Duration::from_secs(4),
+            ..KubeletSimOptions::default()
+        };
+        let kubelet = KubeletSim::start(s.ns.client(), s.node.name(), kubelet_root(&s), options);
+        let node = Self {
+            s,
+            mock,
+            handler,
+            kubelet,
+        };
+        node.wait_offered("gpu0").await;
+        node
+    }
+
+    pub fn host(&self) -> PathBuf {
+        self.s.ws.host_root()
+    }
+
+    pub fn cdi_file(&self, claim_uid: &str) -> PathBuf {
+        self.host()
+            .join(format!("var/run/cdi/gpu.deckhouse.io-claim_{claim_uid}.json"))
+    }
+
+    pub fn checkpoint(&self) -> Value {
+        let path = kubelet_root(&self.s).join("plugins/gpu.deckhouse.io/checkpoint.json");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).unwrap(),
+            Err(_) => Value::Null,
+        }
+    }
+
+    /// UIDs of the claims in the checkpoint.
+    pub fn checkpointed_claims(&self) -> Vec<String> {
+        self.checkpoint()["data"]["claims"]
+            .as_object()
+            .map(|claims| claims.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every device name in this node's slices.
+    pub async fn offered(&self) -> Vec<String> {
+        let slices = Api::<ResourceSlice>::all(self.s.ns.client())
+            .list(&ListParams::default().fields(&format!("spec.nodeName={}", self.s.node.name())))
+            .await
+            .unwrap();
+        let mut names: Vec<String> = slices
+            .items
+            .iter()
+            .flat_map(|slice| slice.spec.devices.iter().flatten().map(|d| d.name.clone()))
+            .collect();
+        names.sort();
+        names
+    }
+
+    pub async fn wait_offered(&self, device: &str) {
+        wait_until(
+            &format!("{device} offered on {}", self.s.node.name()),
+            Duration::from_secs(60),
+            || async {
+                let offered = self.offered().await;
+                Ok(if offered.iter().any(|d| d == device) {
+                    Progress::Done(())
+                } else {
+                    Progress::Pending(format!("{offered:?}"))
+                })
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", self.handler.log()));
+    }
+
+    /// Waits until the simulator has prepared every claim of `pod`; returns claim name -> CDI ids.
+    pub async fn wait_prepared(&self, pod: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+        let ns = self.s.ns.name().to_owned();
+        wait_until(&format!("pod {ns}/{pod} prepared"), Duration::from_secs(90), || async {
+            Ok(match self.kubelet.prepared(&ns, pod) {
+                Some(prepared) => Progress::Done(prepared),
+                None => Progress::Pending(crate::support::scheduling_message(
+                    &self.s.ns.api::<Pod>().get(pod).await?,
+                )),
+            })
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", self.handler.log()))
+    }
+
+    /// Waits until `pod` is gone from the API server (the simulator finalises deleted Pods).
+    pub async fn wait_pod_gone(&self, pod: &str) {
+        let pods = self.s.ns.api::<Pod>();
+        wait_until(&format!("pod {pod} gone"), Duration::from_secs(60), || async {
+            Ok(match pods.get_opt(pod).await? {
+                None => Progress::Done(()),
+                Some(p) => Progress::Pending(format!("{:?}", p.metadata.deletion_timestamp)),
+            })
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", self.handler.log()));
+    }
+
+    /// Placements (start, size) of the MIG instances on the card, from the mock's state.
+    pub fn mig_instances(&self) -> Vec<(u32, u32)> {
+        let state = self.mock.state().snapshot().unwrap();
+        let mut placements: Vec<(u32, u32)> = state
+            .gpus
+            .values()
+            .flat_map(|gpu| {
+                gpu.gpu_instances
+                    .iter()
+                    .map(|gi| (gi.placement.start, gi.placement.size))
+            })
+            .collect();
+        placements.sort();
+        placements
+    }
+
+    pub fn mig_enabled(&self) -> bool {
+        let state = self.mock.state().snapshot().unwrap();
+        state.gpus.values().any(|gpu| gpu.mig_current)
+    }
+}
+
+pub fn kubelet_root(s: &Setup) -> PathBuf {
+    s.ws.host_root().join("var/lib/kubelet")
+}

@@ -1,0 +1,117 @@
+//! The simulated kubelet's claim cache: which claims are prepared on the node, for which Pods, with
+//! which CDI ids. A claim shared by Pods is prepared once and unprepared when its last Pod leaves.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::dra_client::ClaimId;
+use crate::pod_claims::ReadyClaim;
+
+#[derive(Debug, Clone)]
+pub(crate) struct CachedClaim {
+    pub id: ClaimId,
+    pub drivers: BTreeSet<String>,
+    /// Set once NodePrepareResources succeeded for the claim.
+    pub cdi_ids: Option<Vec<String>>,
+    pub pods: BTreeSet<String>,
+}
+
+/// Keyed by claim UID. Callers hold it behind one async lock across their gRPC calls, so prepare
+/// and unprepare of one claim never overlap (the kubelet's DRA manager serialises the same way).
+#[derive(Debug, Default)]
+pub(crate) struct ClaimCache {
+    claims: BTreeMap<String, CachedClaim>,
+}
+
+impl ClaimCache {
+    /// Adds `pod_uid` as a user of `claims`; returns those that still need NodePrepareResources.
+    pub(crate) fn use_claims(&mut self, pod_uid: &str, claims: &[ReadyClaim]) -> Vec<ReadyClaim> {
+        let mut to_prepare = Vec::new();
+        for claim in claims {
+            let cached = self.claims.entry(claim.id.uid.clone()).or_insert_with(|| CachedClaim {
+                id: claim.id.clone(),
+                drivers: claim.drivers.clone(),
+                cdi_ids: None,
+                pods: BTreeSet::new(),
+            });
+            cached.pods.insert(pod_uid.to_owned());
+            if cached.cdi_ids.is_none() {
+                to_prepare.push(claim.clone());
+            }
+        }
+        to_prepare
+    }
+
+    pub(crate) fn set_prepared(&mut self, claim_uid: &str, cdi_ids: Vec<String>) {
+        if let Some(cached) = self.claims.get_mut(claim_uid) {
+            cached.cdi_ids = Some(cdi_ids);
+        }
+    }
+
+    pub(crate) fn cdi_ids(&self, claim_uid: &str) -> Option<Vec<String>> {
+        self.claims.get(claim_uid).and_then(|c| c.cdi_ids.clone())
+    }
+
+    /// Removes `pod_uid` from every claim; returns the claims no Pod uses any more (to unprepare).
+    pub(crate) fn release_pod(&mut self, pod_uid: &str) -> Vec<CachedClaim> {
+        let mut released = Vec::new();
+        for claim in self.claims.values_mut() {
+            if claim.pods.remove(pod_uid) && claim.pods.is_empty() {
+                released.push(claim.clone());
+            }
+        }
+        released
+    }
+
+    /// Whether no Pod uses the claim (a released claim may be taken up again before it is unprepared).
+    pub(crate) fn is_unused(&self, claim_uid: &str) -> bool {
+        self.claims.get(claim_uid).is_some_and(|c| c.pods.is_empty())
+    }
+
+    /// Forgets a claim after a successful NodeUnprepareResources, unless a Pod took it up again.
+    pub(crate) fn set_unprepared(&mut self, claim_uid: &str) {
+        if self.claims.get(claim_uid).is_some_and(|c| c.pods.is_empty()) {
+            self.claims.remove(claim_uid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(name: &str) -> ReadyClaim {
+        ReadyClaim {
+            id: ClaimId {
+                namespace: "ns".into(),
+                name: name.into(),
+                uid: format!("uid-{name}"),
+            },
+            drivers: BTreeSet::from(["gpu.deckhouse.io".to_owned()]),
+        }
+    }
+
+    #[test]
+    fn a_shared_claim_is_prepared_once_and_released_by_its_last_pod() {
+        let mut cache = ClaimCache::default();
+        assert_eq!(cache.use_claims("pod-a", &[claim("shared")]), vec![claim("shared")]);
+        cache.set_prepared("uid-shared", vec!["cdi/x".into()]);
+        assert!(
+            cache.use_claims("pod-b", &[claim("shared")]).is_empty(),
+            "already prepared"
+        );
+
+        assert!(cache.release_pod("pod-a").is_empty(), "pod-b still uses it");
+        let released = cache.release_pod("pod-b");
+        assert_eq!(released.len(), 1);
+        assert_eq!(released[0].id, claim("shared").id);
+        cache.set_unprepared("uid-shared");
+        assert_eq!(cache.cdi_ids("uid-shared"), None);
+    }
+
+    #[test]
+    fn a_failed_prepare_is_tried_again_by_the_next_attempt() {
+        let mut cache = ClaimCache::default();
+        cache.use_claims("pod-a", &[claim("c")]);
+        assert_eq!(cache.use_claims("pod-a", &[claim("c")]), vec![claim("c")]);
+    }
+}

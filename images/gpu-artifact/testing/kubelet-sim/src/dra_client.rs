@@ -1,0 +1,226 @@
+//! Calls to a plugin's DRA service in the version chosen at registration, and the kubelet's
+//! checks of the answer: every claim answered, no unknown claim, no per-claim error.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use kubelet_plugin_api::{dra_v1 as v1, dra_v1beta1 as v1beta1};
+use tonic::transport::Channel;
+
+use crate::DraVersion;
+
+/// A claim as the kubelet sends it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClaimId {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+impl std::fmt::Display for ClaimId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct DraClient {
+    version: DraVersion,
+    channel: Channel,
+}
+
+/// Per claim UID: the CDI ids of its devices, or the plugin's error.
+type Answers = HashMap<String, Result<Vec<String>, String>>;
+
+impl DraClient {
+    pub(crate) fn new(version: DraVersion, channel: Channel) -> Self {
+        Self { version, channel }
+    }
+
+    /// NodePrepareResources: the CDI ids of each claim, or every problem the kubelet would report.
+    pub(crate) async fn prepare(
+        &self,
+        claims: &[ClaimId],
+        timeout: Duration,
+    ) -> Result<BTreeMap<ClaimId, Vec<String>>, Vec<String>> {
+        let call = async {
+            Ok::<Answers, tonic::Status>(match self.version {
+                DraVersion::V1 => {
+                    let mut client = v1::dra_plugin_client::DraPluginClient::new(self.channel.clone());
+                    let claims = claims.iter().map(|c| v1::Claim {
+                        namespace: c.namespace.clone(),
+                        uid: c.uid.clone(),
+                        name: c.name.clone(),
+                    });
+                    let request = v1::NodePrepareResourcesRequest {
+                        claims: claims.collect(),
+                    };
+                    let answers = client.node_prepare_resources(request).await?.into_inner().claims;
+                    answers
+                        .into_iter()
+                        .map(|(uid, a)| {
+                            (
+                                uid,
+                                per_claim(a.error, a.devices.into_iter().flat_map(|d| d.cdi_device_ids)),
+                            )
+                        })
+                        .collect()
+                }
+                DraVersion::V1beta1 => {
+                    let mut client = v1beta1::dra_plugin_client::DraPluginClient::new(self.channel.clone());
+                    let claims = claims.iter().map(|c| v1beta1::Claim {
+                        namespace: c.namespace.clone(),
+                        uid: c.uid.clone(),
+                        name: c.name.clone(),
+                    });
+                    let request = v1beta1::NodePrepareResourcesRequest {
+                        claims: claims.collect(),
+                    };
+                    let answers = client.node_prepare_resources(request).await?.into_inner().claims;
+                    answers
+                        .into_iter()
+                        .map(|(uid, a)| {
+                            (
+                                uid,
+                                per_claim(a.error, a.devices.into_iter().flat_map(|d| d.cdi_device_ids)),
+                            )
+                        })
+                        .collect()
+                }
+            })
+        };
+        let answers = timed("NodePrepareResources", self.version, timeout, call).await?;
+        check_answers("NodePrepareResources", claims, answers)
+    }
+
+    /// NodeUnprepareResources: Ok when every claim was unprepared.
+    pub(crate) async fn unprepare(&self, claims: &[ClaimId], timeout: Duration) -> Result<(), Vec<String>> {
+        let call = async {
+            Ok::<Answers, tonic::Status>(match self.version {
+                DraVersion::V1 => {
+                    let mut client = v1::dra_plugin_client::DraPluginClient::new(self.channel.clone());
+                    let claims = claims.iter().map(|c| v1::Claim {
+                        namespace: c.namespace.clone(),
+                        uid: c.uid.clone(),
+                        name: c.name.clone(),
+                    });
+                    let request = v1::NodeUnprepareResourcesRequest {
+                        claims: claims.collect(),
+                    };
+                    let answers = client.node_unprepare_resources(request).await?.into_inner().claims;
+                    answers
+                        .into_iter()
+                        .map(|(uid, a)| (uid, per_claim(a.error, [])))
+                        .collect()
+                }
+                DraVersion::V1beta1 => {
+                    let mut client = v1beta1::dra_plugin_client::DraPluginClient::new(self.channel.clone());
+                    let claims = claims.iter().map(|c| v1beta1::Claim {
+                        namespace: c.namespace.clone(),
+                        uid: c.uid.clone(),
+                        name: c.name.clone(),
+                    });
+                    let request = v1beta1::NodeUnprepareResourcesRequest {
+                        claims: claims.collect(),
+                    };
+                    let answers = client.node_unprepare_resources(request).await?.into_inner().claims;
+                    answers
+                        .into_iter()
+                        .map(|(uid, a)| (uid, per_claim(a.error, [])))
+                        .collect()
+                }
+            })
+        };
+        let answers = timed("NodeUnprepareResources", self.version, timeout, call).await?;
+        check_answers("NodeUnprepareResources", claims, answers).map(|_| ())
+    }
+}
+
+fn per_claim(error: String, cdi_ids: impl IntoIterator<Item = String>) -> Result<Vec<String>, String> {
+    if error.is_empty() {
+        Ok(cdi_ids.into_iter().collect())
+    } else {
+        Err(error)
+    }
+}
+
+/// An overall gRPC error or a timeout: the kubelet ignores the whole response.
+async fn timed(
+    method: &str,
+    version: DraVersion,
+    timeout: Duration,
+    call: impl Future<Output = Result<Answers, tonic::Status>>,
+) -> Result<Answers, Vec<String>> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(answers)) => Ok(answers),
+        Ok(Err(status)) => Err(vec![format!(
+            "{method} ({version}) failed: {}: {}",
+            status.code(),
+            status.message()
+        )]),
+        Err(_) => Err(vec![format!("{method} ({version}) timed out after {timeout:?}")]),
+    }
+}
+
+/// The kubelet's rules: an error per failed claim, per claim left out, per unknown UID.
+fn check_answers(
+    method: &str,
+    claims: &[ClaimId],
+    mut answers: Answers,
+) -> Result<BTreeMap<ClaimId, Vec<String>>, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut prepared = BTreeMap::new();
+    for claim in claims {
+        match answers.remove(&claim.uid) {
+            Some(Ok(cdi_ids)) => {
+                prepared.insert(claim.clone(), cdi_ids);
+            }
+            Some(Err(error)) => errors.push(format!("{method} failed for ResourceClaim {claim}: {error}")),
+            None => errors.push(format!("{method} left out ResourceClaim {claim} (uid {})", claim.uid)),
+        }
+    }
+    errors.extend(
+        answers
+            .into_keys()
+            .map(|uid| format!("{method} returned a result for unknown claim UID {uid}")),
+    );
+    if errors.is_empty() { Ok(prepared) } else { Err(errors) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(name: &str) -> ClaimId {
+        ClaimId {
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+        }
+    }
+
+    #[test]
+    fn left_out_failed_and_unknown_claims_are_all_errors() {
+        let answers = HashMap::from([
+            ("uid-a".to_owned(), Ok(vec!["cdi/a".to_owned()])),
+            ("uid-b".to_owned(), Err("busy".to_owned())),
+            ("uid-x".to_owned(), Ok(vec![])),
+        ]);
+        let errors = check_answers("NodePrepareResources", &[claim("a"), claim("b"), claim("c")], answers).unwrap_err();
+        assert_eq!(
+            errors,
+            vec![
+                "NodePrepareResources failed for ResourceClaim ns/b: busy",
+                "NodePrepareResources left out ResourceClaim ns/c (uid uid-c)",
+                "NodePrepareResources returned a result for unknown claim UID uid-x",
+            ]
+        );
+    }
+
+    #[test]
+    fn complete_answers_give_each_claims_cdi_ids() {
+        let answers = HashMap::from([("uid-a".to_owned(), Ok(vec!["cdi/a".to_owned()]))]);
+        let prepared = check_answers("NodePrepareResources", &[claim("a")], answers).unwrap();
+        assert_eq!(prepared, BTreeMap::from([(claim("a"), vec!["cdi/a".to_owned()])]));
+    }
+}
