@@ -1,4 +1,4 @@
-# The two commands: `make test` (everything CI runs) and `make demo` (arrives with the node plugin).
+# The two commands: `make demo` (two simulated GPU nodes on a real control plane) and `make test` (everything CI runs).
 GPU_CACHE ?= $(HOME)/.cache/deckhouse-gpu
 export GPU_CACHE
 # One cargo target directory per checkout: cargo trusts an artifact whose recorded sources (absolute
@@ -6,14 +6,16 @@ export GPU_CACHE
 export CARGO_TARGET_DIR ?= $(GPU_CACHE)/cargo-target/$(shell printf '%s' "$(CURDIR)" | sha1sum | cut -c1-12)
 K8S ?= 1.34
 
-.PHONY: test demo bench control-plane cluster-up cluster-down fmt lint crds
+.PHONY: test demo demo-down bench control-plane cluster-up cluster-down fmt lint crds
 
 test:
 	tools/test/run.sh
 
 demo:
-	@echo "make demo arrives with the DRA node plugin (gpu-handler); today the test bed runs with 'make cluster-up'." >&2
-	@exit 1
+	@K8S=$(K8S) tools/demo/demo-up.sh
+
+demo-down:
+	@tools/demo/demo-down.sh
 
 bench:
 	tools/bench/run.sh

@@ -73,6 +73,11 @@ impl FixtureDevice {
         Self::new(address, CLASS_3D, NVIDIA, 0x2331, (NVIDIA, 0x1626)).with_driver("nvidia")
     }
 
+    /// NVIDIA H100 SXM5 80GB, pci.ids `10de 2330 GH100 [H100 SXM5 80GB]`, bound to `nvidia`.
+    pub fn h100_sxm5_80gb(address: &str) -> Self {
+        Self::new(address, CLASS_3D, NVIDIA, 0x2330, (NVIDIA, 0x16c1)).with_driver("nvidia")
+    }
+
     /// NVIDIA GeForce RTX 4090, pci.ids `10de 2684 AD102 [GeForce RTX 4090]`, a VGA
     /// controller bound to `nvidia`.
     pub fn rtx_4090(address: &str) -> Self {

@@ -21,5 +21,5 @@ mod sysfs_layout;
 pub use fixture_device::{AMD, CLASS_3D, CLASS_AUDIO, CLASS_PCI_BRIDGE, CLASS_VGA, FixtureDevice, INTEL, NVIDIA};
 pub use host_tree::{HostTree, PCI_IDS_EXCERPT, PCI_IDS_PATH};
 pub use kernel_uevent::{KernelAction, UEventPayload, kernel_uevent};
-pub use named_hosts::{DGX_A100_GPU_ADDRESSES, NamedHost, UBUNTU_2204_KERNEL};
+pub use named_hosts::{DGX_A100_GPU_ADDRESSES, HGX_H100_GPU_ADDRESSES, NamedHost, UBUNTU_2204_KERNEL};
 pub use nvidia_driver_proc::{FIXTURE_BOOT_ID, MIG_MINORS_PATH, mig_minors_table};

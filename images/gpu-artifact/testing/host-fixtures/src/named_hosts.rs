@@ -19,6 +19,9 @@ pub enum NamedHost {
     A100SxmX8,
     /// One H100 PCIe (10de:2331) at 0000:41:00.0, bare metal (HPE).
     H100Pcie,
+    /// Eight H100 SXM5 80GB (10de:2330) at the addresses of the mock NVML machine
+    /// `h100-sxm5-80gb-x8.yaml`, two per NUMA node 0-3: the largest node the handler publishes.
+    H100SxmX8,
     /// An RTX 4090 (10de:2684, class 0300) and its HD audio function (10de:22ba, class 0403) in one IOMMU group.
     ConsumerWithAudio,
     /// Only an AMD Radeon RX 6900 XT (1002:73bf, class 0300): no NVIDIA GPU.
@@ -41,11 +44,24 @@ pub const DGX_A100_GPU_ADDRESSES: [&str; 8] = [
     "0000:bd:00.0",
 ];
 
+/// The addresses of the eight GPUs of `h100-sxm-x8` (the mock machine `h100-sxm5-80gb-x8.yaml`).
+pub const HGX_H100_GPU_ADDRESSES: [&str; 8] = [
+    "0000:18:00.0",
+    "0000:2a:00.0",
+    "0000:3a:00.0",
+    "0000:5d:00.0",
+    "0000:9a:00.0",
+    "0000:ab:00.0",
+    "0000:ba:00.0",
+    "0000:db:00.0",
+];
+
 impl NamedHost {
-    pub const ALL: [NamedHost; 7] = [
+    pub const ALL: [NamedHost; 8] = [
         Self::A30Pcie,
         Self::A100SxmX8,
         Self::H100Pcie,
+        Self::H100SxmX8,
         Self::ConsumerWithAudio,
         Self::NonNvidiaGpu,
         Self::VmQemu,
@@ -58,6 +74,7 @@ impl NamedHost {
             Self::A30Pcie => "a30-pcie",
             Self::A100SxmX8 => "a100-sxm-x8",
             Self::H100Pcie => "h100-pcie",
+            Self::H100SxmX8 => "h100-sxm-x8",
             Self::ConsumerWithAudio => "consumer-with-audio",
             Self::NonNvidiaGpu => "non-nvidia-gpu",
             Self::VmQemu => "vm-qemu",
@@ -101,6 +118,15 @@ impl NamedHost {
                     .with_numa_node(0)
                     .with_iommu_group(28);
                 place_behind_root_port(host, gpu);
+            }
+            Self::H100SxmX8 => {
+                host.write_dmi("DGXH100", "NVIDIA");
+                for (i, address) in HGX_H100_GPU_ADDRESSES.iter().enumerate() {
+                    let gpu = FixtureDevice::h100_sxm5_80gb(address)
+                        .with_numa_node(i as i32 / 2)
+                        .with_iommu_group(60 + i as u32);
+                    place_behind_root_port(host, gpu);
+                }
             }
             Self::ConsumerWithAudio => {
                 host.write_dmi("MS-7D25", "Micro-Star International Co., Ltd.");

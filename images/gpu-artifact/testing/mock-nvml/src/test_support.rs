@@ -51,7 +51,8 @@ fn locate_or_build() -> io::Result<PathBuf> {
     let deps = exe
         .parent()
         .ok_or_else(|| io::Error::other("test binary has no directory"))?;
-    let profile_dir = if deps.ends_with("deps") {
+    // Test binaries live in <profile>/deps, examples (the demo) in <profile>/examples.
+    let profile_dir = if deps.ends_with("deps") || deps.ends_with("examples") {
         deps.parent().unwrap_or(deps)
     } else {
         deps

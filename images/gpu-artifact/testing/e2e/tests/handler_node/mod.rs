@@ -26,6 +26,8 @@ pub struct Setup {
     pub name: String,
     pub address: &'static str,
     pub machine: &'static str,
+    /// Every PhysicalGPU of the node (the first is `name`).
+    pub names: Vec<String>,
     pub handler_kubeconfig: PathBuf,
     _agent: ComponentProcess,
 }
@@ -35,6 +37,7 @@ pub async fn setup(test: &str, fixture: NamedHost) -> Setup {
     let (address, device, machine) = match fixture {
         NamedHost::A30Pcie => ("0000:01:00.0", "20b7", "a30.yaml"),
         NamedHost::H100Pcie => ("0000:41:00.0", "2331", "h100-pcie.yaml"),
+        NamedHost::H100SxmX8 => ("0000:18:00.0", "2330", "h100-sxm5-80gb-x8.yaml"),
         other => panic!("no mock NVML machine for {other:?}"),
     };
     let ns = TestNamespace::create(test).await.unwrap();
@@ -53,6 +56,11 @@ pub async fn setup(test: &str, fixture: NamedHost) -> Setup {
         s["pciInfo"]["address"] == address
     })
     .await;
+    let cards = fixture.build().devices().iter().filter(|d| d.vendor == 0x10de && d.class >> 16 == 0x03).count();
+    let names: Vec<String> = (0..cards).map(|i| format!("{}-{i}-10de-{device}", node.name())).collect();
+    for other in &names[1..] {
+        wait_for(&gpus, other, "the agent's pciInfo", |s| s["pciInfo"]["address"].is_string()).await;
+    }
     Setup {
         ns,
         node,
@@ -61,6 +69,7 @@ pub async fn setup(test: &str, fixture: NamedHost) -> Setup {
         name,
         address,
         machine,
+        names,
         handler_kubeconfig,
         _agent: agent,
     }
@@ -78,20 +87,18 @@ impl Setup {
         start_handler(&self.ws, self.node.name(), &self.handler_kubeconfig, library).0
     }
 
-    /// Sets DriverReady as gpu-controller would.
+    /// Sets DriverReady on every card of the node as gpu-controller would.
     pub async fn set_driver_ready(&self, status: &str) {
         let condition = json!({"type": "DriverReady", "status": status, "reason": "ValidatorReady",
             "message": "set by the e2e test", "lastTransitionTime": "2025-01-01T00:00:00Z"});
-        let patch = json!({"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "PhysicalGPU",
-            "metadata": {"name": self.name}, "status": {"conditions": [condition]}});
-        self.gpus
-            .patch_status(
-                &self.name,
-                &PatchParams::apply("gpu-controller").force(),
-                &Patch::Apply(&patch),
-            )
-            .await
-            .unwrap();
+        for name in &self.names {
+            let patch = json!({"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "PhysicalGPU",
+                "metadata": {"name": name}, "status": {"conditions": [condition]}});
+            self.gpus
+                .patch_status(name, &PatchParams::apply("gpu-controller").force(), &Patch::Apply(&patch))
+                .await
+                .unwrap();
+        }
     }
 
     pub async fn wait_status(&self, what: &str, done: impl Fn(&Value) -> bool) -> Value {

@@ -34,6 +34,12 @@ impl PluginNode {
     pub async fn start(test: &str, fixture: NamedHost, handler_env: &[(&str, String)]) -> Self {
         let s = setup(test, fixture).await;
         s.set_driver_ready("True").await;
+        Self::launch(s, handler_env).await
+    }
+
+    /// Starts the handler and the kubelet simulator on a prepared node; returns once the node
+    /// offers `gpu0` (so DriverReady must become True, by the test or by gpu-controller).
+    pub async fn launch(s: Setup, handler_env: &[(&str, String)]) -> Self {
         let mock = s.install_mock("nvml");
         let handler = start_handler_with(
             &s.ws,
@@ -117,13 +123,16 @@ impl PluginNode {
 
     /// Waits until the simulator has prepared every claim of `pod`; returns claim name -> CDI ids.
     pub async fn wait_prepared(&self, pod: &str) -> std::collections::BTreeMap<String, Vec<String>> {
-        let ns = self.s.ns.name().to_owned();
+        self.wait_prepared_in(self.s.ns.name(), pod).await
+    }
+
+    /// [`Self::wait_prepared`] for a Pod of namespace `ns`.
+    pub async fn wait_prepared_in(&self, ns: &str, pod: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+        let pods = Api::<Pod>::namespaced(self.s.ns.client(), ns);
         wait_until(&format!("pod {ns}/{pod} prepared"), Duration::from_secs(90), || async {
-            Ok(match self.kubelet.prepared(&ns, pod) {
+            Ok(match self.kubelet.prepared(ns, pod) {
                 Some(prepared) => Progress::Done(prepared),
-                None => Progress::Pending(crate::support::scheduling_message(
-                    &self.s.ns.api::<Pod>().get(pod).await?,
-                )),
+                None => Progress::Pending(crate::support::scheduling_message(&pods.get(pod).await?)),
             })
         })
         .await

@@ -1,0 +1,87 @@
+//! `make demo`: two simulated GPU nodes on the test bed's real control plane, an A30 node and an
+//! 8 x H100 node, each with its fixture host, mock libnvidia-ml, gpu-node-agent, gpu-handler and the
+//! kubelet simulator; gpu-controller turns DriverReady True from validator Pods the simulated
+//! kubelets run. Then the examples of `docs/examples` are applied and the walkthrough printed. It
+//! keeps running (the Nodes' heartbeats, the components) until `make demo-down` stops it.
+//!
+//! It reuses the e2e suite's node harness, so the demo runs exactly what the tests prove.
+
+#[path = "../../tests/handler_node/mod.rs"]
+mod handler_node;
+#[path = "../../tests/plugin_node/mod.rs"]
+mod plugin_node;
+#[path = "../../tests/support/mod.rs"]
+mod support;
+mod walkthrough;
+
+use host_fixtures::NamedHost;
+use k8s_openapi::api::core::v1::Pod;
+use plugin_node::PluginNode;
+use serde_json::json;
+use support::components::{controller_rules, kubeconfig_for};
+use testbed::{ComponentProcess, TestNamespace};
+
+#[tokio::main]
+async fn main() {
+    let ns = TestNamespace::create("demo").await.unwrap();
+    println!("== gpu module demo on {}", std::env::var("GPU_TESTBED_KUBECONFIG").unwrap_or_default());
+    let a30 = handler_node::setup("demo-a30", NamedHost::A30Pcie).await;
+    let h100 = handler_node::setup("demo-h100", NamedHost::H100SxmX8).await;
+    let controller = start_gpu_controller(&ns).await;
+    for node in [&a30, &h100] {
+        let validator = pod_on(node.node.name(), "gpu-driver-validator");
+        support::create(&ns.api::<Pod>(), &validator).await;
+    }
+    let a30 = PluginNode::launch(a30, &[]).await;
+    let h100 = PluginNode::launch(h100, &[]).await;
+    let nodes = [&a30, &h100];
+    walkthrough::inventory(&ns, &nodes).await;
+    walkthrough::slices(&ns, &nodes).await;
+
+    let applied = walkthrough::apply_examples(&ns).await;
+    println!("\n== applied docs/examples into namespace {}: {}", ns.name(), applied.join(", "));
+    for pod in ["cuda-job-1", "cuda-job-2"] {
+        a30.wait_prepared_in(ns.name(), pod).await;
+    }
+    h100.wait_prepared_in(ns.name(), "h100-job").await;
+    walkthrough::claims(&ns, &nodes).await;
+    walkthrough::cdi_files(&nodes);
+    walkthrough::mig_instances(&nodes);
+    walkthrough::inventory(&ns, &nodes).await;
+    walkthrough::slices(&ns, &nodes).await;
+    println!("\n== DEMO READY: the cluster stays up; `make demo-down` stops it.");
+    println!("   logs of every component: {}", a30.s.ws.logs().display());
+
+    let _keep = (controller, ns);
+    tokio::signal::ctrl_c().await.ok();
+    std::future::pending::<()>().await;
+}
+
+/// gpu-controller under its own RBAC, watching the demo namespace's validator Pods.
+async fn start_gpu_controller(ns: &TestNamespace) -> ComponentProcess {
+    let dir = std::env::temp_dir().join(format!("{}-controller", ns.name()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = kubeconfig_for(ns, "gpu-controller", controller_rules(), &dir).await;
+    let port = support::components::free_port();
+    let env = [
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
+        ("VALIDATOR_SELECTOR", "app=gpu-driver-validator".to_owned()),
+        ("POD_NAMESPACE", ns.name().to_owned()),
+        ("POD_NAME", "gpu-controller-0".to_owned()),
+        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
+        ("LOG_LEVEL", "Info".to_owned()),
+    ];
+    ComponentProcess::start("gpu-controller", &env, &dir.join("logs")).unwrap()
+}
+
+/// A validator Pod bound to `node`: the simulated kubelet runs it and reports it Ready, which is
+/// what gpu-controller turns into DriverReady=True.
+fn pod_on(node: &str, app: &str) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("{app}-{node}"), "labels": {"app": app}},
+        "spec": {"nodeName": node, "containers": [{"name": "validator", "image": "registry.invalid/gpu/validator:demo"}]},
+    }))
+    .unwrap()
+}

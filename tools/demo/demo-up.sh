@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# make demo: the test bed's real control plane (K8S=1.34 by default, or latest) with two simulated GPU
+# nodes (an A30 node and an 8 x H100 node), gpu-node-agent, gpu-handler and gpu-controller running
+# against them, the simulated kubelets, and docs/examples applied. Prints the walkthrough and leaves
+# everything running; `make demo-down` stops it.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+k8s="${K8S:-1.34}"
+dir="$repo/.testbed/demo"
+ws="$repo/images/gpu-artifact"
+
+"$here/demo-down.sh" >/dev/null 2>&1 || true
+"$repo/tools/install/deps.sh"
+echo "== building the components and the demo (cargo, first run takes a few minutes)" >&2
+( cd "$ws" && cargo build --locked --quiet -p gpu-node-agent -p gpu-handler -p gpu-controller -p mock-nvml \
+    && cargo build --locked --quiet -p e2e --example demo )
+echo "== starting the control plane (Kubernetes $k8s)" >&2
+kubeconfig="$(TESTBED_DIR="$dir/cluster" "$repo/tools/testbed/cluster-up.sh" "$k8s")"
+
+target="${CARGO_TARGET_DIR:-$ws/target}"
+mkdir -p "$dir"
+# Its own session, so demo-down can stop it and every component it started as one process group.
+GPU_TESTBED_KUBECONFIG="$kubeconfig" CARGO_TARGET_DIR="$target" \
+  setsid "$target/debug/examples/demo" >"$dir/demo.log" 2>&1 < /dev/null &
+echo $! > "$dir/demo.pid"
+
+shown=0
+for _ in $(seq 1 1200); do
+  lines=$(wc -l < "$dir/demo.log")
+  if [ "$lines" -gt "$shown" ]; then sed -n "$((shown + 1)),${lines}p" "$dir/demo.log"; shown=$lines; fi
+  if grep -q "^== DEMO READY" "$dir/demo.log"; then
+    echo
+    echo "kubeconfig: $kubeconfig"
+    echo "try:        KUBECONFIG=$kubeconfig kubectl get physicalgpus,resourceslices,resourceclaims -A"
+    echo "stop:       make demo-down"
+    exit 0
+  fi
+  if ! kill -0 "$(cat "$dir/demo.pid")" 2>/dev/null; then
+    sed -n "$((shown + 1)),\$p" "$dir/demo.log"
+    echo "the demo stopped before it was ready; its log is $dir/demo.log" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+echo "the demo was not ready after 10 minutes; its log is $dir/demo.log" >&2
+exit 1
