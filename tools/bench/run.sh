@@ -10,6 +10,7 @@ kubeconfig="$("$repo/tools/testbed/cluster-up.sh" "$k8s")"
 trap '"$repo/tools/testbed/cluster-down.sh" "$k8s"' EXIT
 cd "$repo/images/gpu-artifact"
 GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench inventory_hotplug
+GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench node_prepare
 # Our allocation engine against the kube-scheduler's allocator (v1.37 and v1.34), in-process,
 # same workloads; needs no cluster.
 cargo bench -p dra-allocator --bench allocator_vs_scheduler

@@ -5,7 +5,12 @@
 //!   lock and the checkpoint live below it;
 //! - `CDI_DIR` (default `/var/run/cdi`): where per-claim CDI specs are written;
 //! - `MIG_OFFERS` (`true` or `false`, default `true`): the module-wide switch for MIG offers (the
-//!   Node label `gpu.deckhouse.io/allow-mig=false` switches them off per node).
+//!   Node label `gpu.deckhouse.io/allow-mig=false` switches them off per node);
+//! - `NVIDIA_SMI` (default `nvidia-smi`, looked up in the handler's `PATH`): the tool that sets a
+//!   time-sliced card's time slice; point it at the driver root's binary (e.g.
+//!   `/run/nvidia/driver/usr/bin/nvidia-smi`) where the image does not carry one;
+//! - `NVIDIA_MPS_CONTROL` (default `nvidia-cuda-mps-control`, looked up in `PATH`): starts and stops
+//!   the MPS control daemon of a card shared with MPS; the same advice applies.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,6 +25,8 @@ pub struct NodePluginConfig {
     pub kubelet_root: PathBuf,
     pub cdi_dir: PathBuf,
     pub mig_offers: bool,
+    pub nvidia_smi: PathBuf,
+    pub mps_control: PathBuf,
 }
 
 impl NodePluginConfig {
@@ -36,6 +43,8 @@ impl NodePluginConfig {
             kubelet_root: path("KUBELET_ROOT", DEFAULT_KUBELET_ROOT),
             cdi_dir: path("CDI_DIR", "/var/run/cdi"),
             mig_offers,
+            nvidia_smi: path("NVIDIA_SMI", "nvidia-smi"),
+            mps_control: path("NVIDIA_MPS_CONTROL", "nvidia-cuda-mps-control"),
         })
     }
 
@@ -58,6 +67,8 @@ impl NodePluginConfig {
             plugin_dir,
             cdi_dir: self.cdi_dir.clone(),
             lock_timeout: Duration::from_secs(10),
+            nvidia_smi: self.nvidia_smi.clone(),
+            mps_control: self.mps_control.clone(),
             ..NodePrepareConfig::new(node_name, &self.host_root)
         }
     }
@@ -84,12 +95,24 @@ mod tests {
             PathBuf::from("/var/lib/kubelet/plugins/gpu.deckhouse.io")
         );
         assert_eq!(prepare.cdi_dir, PathBuf::from("/var/run/cdi"));
+        assert_eq!(prepare.nvidia_smi, PathBuf::from("nvidia-smi"));
+        assert_eq!(prepare.mps_control, PathBuf::from("nvidia-cuda-mps-control"));
         let moved = config(&[
             ("KUBELET_ROOT", "/t/kubelet"),
             ("HOST_ROOT", "/t"),
             ("MIG_OFFERS", "false"),
+            ("NVIDIA_SMI", "/driver/usr/bin/nvidia-smi"),
+            ("NVIDIA_MPS_CONTROL", "/driver/usr/bin/nvidia-cuda-mps-control"),
         ])
         .unwrap();
+        assert_eq!(
+            moved.prepare("w1").nvidia_smi,
+            PathBuf::from("/driver/usr/bin/nvidia-smi")
+        );
+        assert_eq!(
+            moved.prepare("w1").mps_control,
+            PathBuf::from("/driver/usr/bin/nvidia-cuda-mps-control")
+        );
         assert_eq!(
             moved.prepare("w1").plugin_dir,
             PathBuf::from("/t/kubelet/plugins/gpu.deckhouse.io")

@@ -1,6 +1,7 @@
 //! The gpu-handler's answer to the kubelet. For each claim the kubelet names it reads the
 //! ResourceClaim (the kubelet sends only namespace, name and UID), resolves our driver's devices
-//! through the catalog of what this node publishes ([`resolve`]), and runs the node's prepare
+//! through the catalog of what this node publishes ([`resolve`]), reads the Pods the claim is
+//! reserved for (their `gpu.deckhouse.io/vfio` annotation; RBAC `get` on `pods`), and runs the node's prepare
 //! pipeline (`node-prepare`) on the blocking pool. A failure reaches the user as a Warning Event on
 //! the claim and on every Pod reserved for it; the kubelet shows the error and retries.
 //!
@@ -11,7 +12,9 @@
 
 mod events;
 mod node_claims;
+mod pods;
 mod resolve;
 
 pub use node_claims::{NodeClaims, NodeClaimsLinks};
+pub use pods::{VFIO_ANNOTATION, asks_for_vfio};
 pub use resolve::{ResolveError, resolve_devices};

@@ -1,4 +1,5 @@
-//! The handler's [`ClaimPreparer`]: API read, resolution, the blocking pipeline, Events.
+//! The handler's [`ClaimPreparer`]: API read (the claim and the Pods it is reserved for),
+//! resolution, the blocking pipeline, Events.
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use node_prepare::{NodePrepareConfig, NodePreparer, PrepareRequest};
 use tokio::sync::{Notify, OnceCell, watch};
 
 use crate::events::{reserved_pods, warn_everywhere};
+use crate::pods;
 use crate::resolve::resolve_devices;
 
 /// What the claims side reads from the rest of the handler.
@@ -85,11 +87,14 @@ impl NodeClaims {
     async fn prepare_claim(&self, claim: &ClaimRef, stored: &ResourceClaim) -> Result<Vec<PreparedDevice>, String> {
         let catalog = self.links.catalog.borrow().clone();
         let devices = resolve_devices(claim, stored, &self.driver, &self.pool, &catalog).map_err(|e| e.to_string())?;
+        let (pods, vfio_requested) = pods::reserved_pods(&self.client, stored).await?;
         self.ensure_reconciled().await?;
         let preparer = self.preparer()?;
         let request = PrepareRequest {
             claim: claim.clone(),
             devices,
+            vfio_requested,
+            pods,
         };
         let prepared = blocking(move || preparer.prepare(&request).map_err(|e| e.to_string())).await;
         self.links.after_change.notify_one();

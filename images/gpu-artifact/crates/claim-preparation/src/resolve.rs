@@ -1,15 +1,23 @@
 //! From a ResourceClaim as stored to the devices this node must prepare: our driver's results of
-//! the allocation, each on this node's pool and known to the catalog of what we publish.
+//! the allocation, each on this node's pool and known to the catalog of what we publish, each with
+//! its share of a shared offer and the opaque config that applies to its request (class configs,
+//! then claim configs, the later wins), decoded strictly and checked to fit the device.
 //!
 //! Pure: the caller fetches the claim. Results of other drivers are someone else's (another plugin
 //! prepares them); a result of our driver in another pool is a scheduling error we refuse to paper
 //! over.
 
 use dra_offers::DeviceCatalog;
+use gpu_api::opaque_config::{InvalidConfig, config_for_request};
 use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::ResourceExt;
 use kubelet_plugin::ClaimRef;
 use node_prepare::AllocatedDevice;
+
+mod device_config;
+#[cfg(test)]
+mod tests;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ResolveError {
@@ -38,6 +46,21 @@ pub enum ResolveError {
         device: String,
         offered: String,
     },
+    #[error("claim {claim}: request {request}, device {device}: {error}")]
+    InvalidConfig {
+        claim: String,
+        request: String,
+        device: String,
+        error: Box<InvalidConfig>,
+    },
+    #[error("claim {claim}: request {request}: config {kind} does not fit device {device}: {reason}")]
+    ConfigDoesNotFit {
+        claim: String,
+        request: String,
+        device: String,
+        kind: &'static str,
+        reason: String,
+    },
 }
 
 /// The devices of `claim` this node prepares, in allocation order.
@@ -62,6 +85,11 @@ pub fn resolve_devices(
         .as_ref()
         .and_then(|s| s.allocation.as_ref())
         .ok_or_else(|| ResolveError::NotAllocated { claim: name.clone() })?;
+    let configs = allocation
+        .devices
+        .as_ref()
+        .and_then(|d| d.config.as_deref())
+        .unwrap_or_default();
     let ours: Vec<_> = allocation
         .devices
         .as_ref()
@@ -94,16 +122,47 @@ pub fn resolve_devices(
                     device: result.device.clone(),
                     offered: offered_summary(catalog),
                 })?;
+            let config =
+                config_for_request(configs, driver, &result.request).map_err(|error| ResolveError::InvalidConfig {
+                    claim: name.clone(),
+                    request: result.request.clone(),
+                    device: result.device.clone(),
+                    error: Box::new(error),
+                })?;
+            if let Some(config) = &config {
+                device_config::check_fit(config, &result.device, &target).map_err(|reason| {
+                    ResolveError::ConfigDoesNotFit {
+                        claim: name.clone(),
+                        request: result.request.clone(),
+                        device: result.device.clone(),
+                        kind: config.kind(),
+                        reason,
+                    }
+                })?;
+            }
             Ok(AllocatedDevice {
                 request: result.request.clone(),
                 pool: result.pool.clone(),
                 device: result.device.clone(),
                 share_id: result.share_id.clone(),
+                share_percent: share_percent(result.consumed_capacity.as_ref()),
+                config,
                 target,
             })
         })
         .collect()
 }
+
+/// The `sharePercent` a share consumed (the scheduler rounds it by the offer's request policy and
+/// writes it as a plain integer quantity).
+fn share_percent(consumed: Option<&std::collections::BTreeMap<String, Quantity>>) -> Option<u32> {
+    let consumed = consumed?;
+    let quantity = consumed.get(SHARE_PERCENT).or_else(|| consumed.get("sharePercent"))?;
+    quantity.0.parse().ok()
+}
+
+/// The capacity a share of a shared offer consumes.
+pub const SHARE_PERCENT: &str = "gpu.deckhouse.io/sharePercent";
 
 /// A short list of what is offered, for an error message a user can act on.
 fn offered_summary(catalog: &DeviceCatalog) -> String {

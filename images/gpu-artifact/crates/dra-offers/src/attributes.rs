@@ -7,8 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use gpu_api::opaque_config::SharingStrategy;
 use gpu_vendor::{MigEngines, MigProfile};
-use k8s_openapi::api::resource::v1::{DeviceAttribute, DeviceCapacity};
+use k8s_openapi::api::resource::v1::{
+    CapacityRequestPolicy, CapacityRequestPolicyRange, DeviceAttribute, DeviceCapacity,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::card::CardOffering;
@@ -21,10 +24,15 @@ const MIB: u64 = 1024 * 1024;
 pub type Attributes = BTreeMap<String, DeviceAttribute>;
 pub type Capacities = BTreeMap<String, DeviceCapacity>;
 
-/// Attributes of the whole card.
-pub fn physical_attributes(card: &CardOffering) -> Attributes {
+/// The capacity each share of a shared offer consumes part of (percent of the card).
+pub const SHARE_PERCENT: &str = "sharePercent";
+
+/// Attributes of the whole card offered with `sharing` (`Exclusive` for the plain offer). The
+/// `sharing` attribute is on every offer, so a class selecting on it never meets a device without it.
+pub fn physical_attributes(card: &CardOffering, sharing: SharingStrategy) -> Attributes {
     let mut attributes = common_attributes(card, "Physical", "gpu");
     put_string(&mut attributes, "uuid", &card.inventory.uuid);
+    put_string(&mut attributes, "sharing", sharing.as_str());
     attributes
 }
 
@@ -34,15 +42,40 @@ pub fn mig_attributes(card: &CardOffering, profile: &MigProfile) -> Attributes {
     put_string(&mut attributes, "migProfile", &profile.name);
     put_string(&mut attributes, "profile", &profile.name);
     put_string(&mut attributes, "parentUUID", &card.inventory.uuid);
+    put_string(&mut attributes, "sharing", SharingStrategy::Exclusive.as_str());
     attributes
 }
 
-/// The whole card's capacity: its memory.
+/// The whole card's capacity: its memory, and all of its `sharePercent` (see [`whole_share`]).
 pub fn physical_capacity(card: &CardOffering) -> Capacities {
-    Capacities::from([capacity("memory", card.inventory.memory_mib * MIB)])
+    Capacities::from([capacity("memory", card.inventory.memory_mib * MIB), whole_share()])
 }
 
-/// A MIG placement's capacity: the profile's memory and engines.
+/// `sharePercent` 100 without a request policy, on every exclusive offer. For a device that allows
+/// one allocation a capacity request is only a filter (`>=`), so this changes nothing there; but the
+/// 1.34 scheduler gives up on a claim that requests `sharePercent` as soon as it meets a device
+/// of the pool without that capacity, before it reaches the shared offer (observed on v1.34.4, see
+/// the e2e test `scheduler_dra_shared_offers`).
+fn whole_share() -> (String, DeviceCapacity) {
+    capacity(SHARE_PERCENT, 100)
+}
+
+/// A shared offer's capacity. `sharePercent` (100; a share asks 1..100, 100 when it does not say)
+/// is what the shares divide. `memory` stays a capacity so one CEL selector on
+/// `capacity.memory` fits exclusive and shared offers alike, but on a device that allows multiple
+/// allocations every capacity is consumable and one without a policy is consumed whole by each
+/// share, which would stop the second share. So it gets a policy that consumes nothing by default
+/// (a share that asks for memory has it counted against the card, in steps of 1 MiB).
+pub fn shared_capacity(card: &CardOffering) -> Capacities {
+    let memory = card.inventory.memory_mib * MIB;
+    Capacities::from([
+        consumable(SHARE_PERCENT, 100, 100, 1, 100, 1),
+        consumable("memory", memory, 0, 0, memory, MIB),
+    ])
+}
+
+/// A MIG placement's capacity: the profile's memory and engines, and `sharePercent` 100 (see
+/// [`whole_share`]).
 pub fn mig_capacity(profile: &MigProfile) -> Capacities {
     let MigEngines {
         multiprocessors,
@@ -53,6 +86,7 @@ pub fn mig_capacity(profile: &MigProfile) -> Capacities {
         ofa_engines,
     } = profile.engines;
     Capacities::from([
+        whole_share(),
         capacity("memory", profile.memory_mib * MIB),
         capacity("multiprocessors", multiprocessors.into()),
         capacity("copyEngines", copy_engines.into()),
@@ -167,6 +201,21 @@ fn capacity(name: &str, value: u64) -> (String, DeviceCapacity) {
             request_policy: None,
         },
     )
+}
+
+fn consumable(name: &str, value: u64, default: u64, min: u64, max: u64, step: u64) -> (String, DeviceCapacity) {
+    let quantity = |value: u64| Quantity(value.to_string());
+    let (name, mut capacity) = capacity(name, value);
+    capacity.request_policy = Some(CapacityRequestPolicy {
+        default: Some(quantity(default)),
+        valid_range: Some(CapacityRequestPolicyRange {
+            min: quantity(min),
+            max: Some(quantity(max)),
+            step: Some(quantity(step)),
+        }),
+        valid_values: None,
+    });
+    (name, capacity)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! What publication is given: the node's eligible cards and the node's offer policy.
 
+use gpu_api::opaque_config::SharingStrategy;
 use gpu_vendor::GpuInventory;
 
 /// One card the node may offer (its PhysicalGPU is DriverReady and not unhealthy).
@@ -18,29 +19,65 @@ pub struct CardOffering {
 
 /// The node's label that switches MIG offers off: `gpu.deckhouse.io/allow-mig=false`.
 pub const ALLOW_MIG_LABEL: &str = "gpu.deckhouse.io/allow-mig";
+/// The node's label that adds a TimeSlicing shared offer per card: `gpu.deckhouse.io/allow-timeslicing=true`.
+pub const ALLOW_TIMESLICING_LABEL: &str = "gpu.deckhouse.io/allow-timeslicing";
+/// The node's label that adds an MPS shared offer per card: `gpu.deckhouse.io/allow-mps=true`.
+pub const ALLOW_MPS_LABEL: &str = "gpu.deckhouse.io/allow-mps";
 
 /// What the node may offer, independent of the cards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OfferPolicy {
     /// MIG placements are offered (where the card supports MIG).
     pub mig_allowed: bool,
+    /// Each card also has a shared TimeSlicing offer.
+    pub time_slicing_allowed: bool,
+    /// Each card also has a shared MPS offer.
+    pub mps_allowed: bool,
     /// Shared counters are published. `false` is the fallback for an API server that drops them:
     /// whole cards only, because without counters overlapping offers could be allocated together.
     pub counters: bool,
+    /// `allowMultipleAllocations` and capacity `requestPolicy` are published. `false` is the
+    /// fallback for an API server that drops them (gate `DRAConsumableCapacity` off): a shared
+    /// offer would then be a second exclusive copy of the card.
+    pub sharing: bool,
 }
 
 impl OfferPolicy {
-    /// MIG is allowed unless the node's [`ALLOW_MIG_LABEL`] is exactly `false`.
-    pub fn from_allow_mig_label(label: Option<&str>, counters: bool) -> Self {
+    /// The policy the node's labels ask for, assuming the server keeps every field: MIG unless
+    /// [`ALLOW_MIG_LABEL`] is exactly `false`; a sharing strategy only when its label
+    /// ([`ALLOW_TIMESLICING_LABEL`], [`ALLOW_MPS_LABEL`]) is exactly `true` (exclusive by default).
+    pub fn from_node_labels(
+        allow_mig: Option<&str>,
+        allow_time_slicing: Option<&str>,
+        allow_mps: Option<&str>,
+    ) -> Self {
         Self {
-            mig_allowed: label != Some("false"),
-            counters,
+            mig_allowed: allow_mig != Some("false"),
+            time_slicing_allowed: allow_time_slicing == Some("true"),
+            mps_allowed: allow_mps == Some("true"),
+            counters: true,
+            sharing: true,
         }
     }
 
     /// Whether MIG offers are published at all: they are only safe beside counters.
     pub fn offers_mig(&self) -> bool {
         self.mig_allowed && self.counters
+    }
+
+    /// The strategies that get a shared offer per card. Shared offers need counters too: only the
+    /// card's counters keep a share apart from the exclusive, MIG and other-strategy offers.
+    pub fn shared_strategies(&self) -> Vec<SharingStrategy> {
+        let allowed = [
+            (self.time_slicing_allowed, SharingStrategy::TimeSlicing),
+            (self.mps_allowed, SharingStrategy::Mps),
+        ];
+        let possible = self.counters && self.sharing;
+        allowed
+            .into_iter()
+            .filter(|(on, _)| *on && possible)
+            .map(|(_, strategy)| strategy)
+            .collect()
     }
 }
 
@@ -50,15 +87,46 @@ mod tests {
 
     #[test]
     fn only_an_explicit_false_forbids_mig() {
-        assert!(OfferPolicy::from_allow_mig_label(None, true).mig_allowed);
-        assert!(OfferPolicy::from_allow_mig_label(Some("true"), true).mig_allowed);
-        assert!(OfferPolicy::from_allow_mig_label(Some(""), true).mig_allowed);
-        assert!(!OfferPolicy::from_allow_mig_label(Some("false"), true).mig_allowed);
+        let mig = |label| OfferPolicy::from_node_labels(label, None, None).mig_allowed;
+        assert!(mig(None));
+        assert!(mig(Some("true")));
+        assert!(mig(Some("")));
+        assert!(!mig(Some("false")));
     }
 
     #[test]
     fn mig_needs_counters() {
-        assert!(!OfferPolicy::from_allow_mig_label(None, false).offers_mig());
-        assert!(OfferPolicy::from_allow_mig_label(None, true).offers_mig());
+        let mut policy = OfferPolicy::from_node_labels(None, None, None);
+        assert!(policy.offers_mig());
+        policy.counters = false;
+        assert!(!policy.offers_mig());
+    }
+
+    #[test]
+    fn sharing_is_off_unless_a_label_says_true() {
+        assert!(
+            OfferPolicy::from_node_labels(None, None, None)
+                .shared_strategies()
+                .is_empty()
+        );
+        let odd = OfferPolicy::from_node_labels(None, Some("yes"), Some("True"));
+        assert!(odd.shared_strategies().is_empty());
+        let both = OfferPolicy::from_node_labels(Some("false"), Some("true"), Some("true"));
+        assert_eq!(
+            both.shared_strategies(),
+            [SharingStrategy::TimeSlicing, SharingStrategy::Mps]
+        );
+    }
+
+    #[test]
+    fn shared_offers_need_counters_and_sharing_fields() {
+        let both = OfferPolicy::from_node_labels(None, Some("true"), Some("true"));
+        let no_counters = OfferPolicy {
+            counters: false,
+            ..both
+        };
+        assert!(no_counters.shared_strategies().is_empty());
+        let no_sharing = OfferPolicy { sharing: false, ..both };
+        assert!(no_sharing.shared_strategies().is_empty());
     }
 }

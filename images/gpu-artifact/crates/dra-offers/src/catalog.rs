@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use gpu_api::opaque_config::SharingStrategy;
 use gpu_vendor::{MigPlacement, PciAddress};
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +20,14 @@ pub enum OfferedDevice {
         uuid: String,
         /// The PhysicalGPU object of the card.
         physical_gpu: String,
+    },
+    /// The whole card, shared by every claim it is allocated to with one strategy (TimeSlicing or
+    /// MPS); each share consumes part of the offer's `sharePercent` capacity.
+    SharedPhysical {
+        pci_address: PciAddress,
+        uuid: String,
+        physical_gpu: String,
+        strategy: SharingStrategy,
     },
     /// A MIG partition made on demand at a fixed placement.
     Mig {
@@ -35,7 +44,9 @@ pub enum OfferedDevice {
 impl OfferedDevice {
     pub fn pci_address(&self) -> &PciAddress {
         match self {
-            OfferedDevice::Physical { pci_address, .. } | OfferedDevice::Mig { pci_address, .. } => pci_address,
+            OfferedDevice::Physical { pci_address, .. }
+            | OfferedDevice::SharedPhysical { pci_address, .. }
+            | OfferedDevice::Mig { pci_address, .. } => pci_address,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! pure functions of the node and the card, so a restarted handler derives the same names and the
 //! prepare side can resolve a device name it did not publish itself.
 
+use gpu_api::opaque_config::SharingStrategy;
 use gpu_vendor::{MigPlacement, PciAddress};
 
 /// The domain of our attributes and capacities (the driver's own domain).
@@ -38,6 +39,16 @@ pub fn memory_slice_counter(slice: u32) -> String {
 /// `gpu<index>`: the whole card.
 pub fn physical_device_name(index: u32) -> String {
     format!("gpu{index}")
+}
+
+/// `gpu<index>-timeslicing` or `gpu<index>-mps`: the whole card shared with that strategy
+/// (`Exclusive` is the plain [`physical_device_name`]).
+pub fn shared_device_name(index: u32, strategy: SharingStrategy) -> String {
+    match strategy {
+        SharingStrategy::Exclusive => physical_device_name(index),
+        SharingStrategy::TimeSlicing => format!("gpu{index}-timeslicing"),
+        SharingStrategy::Mps => format!("gpu{index}-mps"),
+    }
 }
 
 /// `gpu<index>-mig-<profile label>-<placement start>`, e.g. `gpu0-mig-1g6gb-me-3`.
@@ -113,9 +124,17 @@ mod tests {
         let pci: PciAddress = "0000:01:00.0".parse().unwrap();
         assert_eq!(counter_set_name(&pci), "pgpu-0000-01-00-0");
         assert_eq!(physical_device_name(3), "gpu3");
+        assert_eq!(shared_device_name(3, SharingStrategy::TimeSlicing), "gpu3-timeslicing");
+        assert_eq!(shared_device_name(3, SharingStrategy::Mps), "gpu3-mps");
+        assert_eq!(shared_device_name(3, SharingStrategy::Exclusive), "gpu3");
         let placement = MigPlacement { start: 2, size: 2 };
         assert_eq!(mig_device_name(0, "2g.12gb+me", placement), "gpu0-mig-2g12gb-me-2");
-        for name in [counter_set_name(&pci), mig_device_name(7, "1g.10gb+me", placement)] {
+        let names = [
+            counter_set_name(&pci),
+            mig_device_name(7, "1g.10gb+me", placement),
+            shared_device_name(7, SharingStrategy::TimeSlicing),
+        ];
+        for name in names {
             assert!(is_dns_label(&name), "{name}");
         }
     }

@@ -1,17 +1,22 @@
-//! One card turned into its offers: the whole card and, where MIG is allowed, every placement of
-//! every profile; each with its attributes, capacities and counter consumption, and the catalog
-//! entry that tells the node what the name means.
+//! One card turned into its offers: the whole card, the whole card once more per enabled sharing
+//! strategy, and, where MIG is allowed, every placement of every profile; each with its attributes,
+//! capacities and counter consumption, and the catalog entry that tells the node what the name
+//! means. Every whole-card offer consumes all of the card's counters, so the exclusive offer, each
+//! strategy's shared offer and the MIG offers exclude one another; the shares of one shared offer
+//! do not, because the scheduler charges a multi-allocatable device's counters once.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::{Counter, CounterSet, Device, DeviceCounterConsumption};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::attributes::{mig_attributes, mig_capacity, physical_attributes, physical_capacity};
+use gpu_api::opaque_config::SharingStrategy;
+
+use crate::attributes::{mig_attributes, mig_capacity, physical_attributes, physical_capacity, shared_capacity};
 use crate::card::{CardOffering, OfferPolicy};
 use crate::catalog::OfferedDevice;
 use crate::counters::{CounterValues, card_counters, mig_consumption};
-use crate::names::{counter_set_name, mig_device_name, physical_device_name};
+use crate::names::{counter_set_name, mig_device_name, physical_device_name, shared_device_name};
 
 /// A published device and what it means on the node.
 #[derive(Debug, Clone)]
@@ -44,7 +49,7 @@ pub fn card_offers(card: &CardOffering, policy: OfferPolicy) -> CardOffers {
     let mut offers = vec![Offer {
         device: Device {
             name: physical_device_name(card.index),
-            attributes: Some(physical_attributes(card)),
+            attributes: Some(physical_attributes(card, SharingStrategy::Exclusive)),
             capacity: Some(physical_capacity(card)),
             consumes_counters: consumes(&whole_card),
             ..Device::default()
@@ -55,6 +60,24 @@ pub fn card_offers(card: &CardOffering, policy: OfferPolicy) -> CardOffers {
             physical_gpu: card.physical_gpu.clone(),
         },
     }];
+    for strategy in policy.shared_strategies() {
+        offers.push(Offer {
+            device: Device {
+                name: shared_device_name(card.index, strategy),
+                attributes: Some(physical_attributes(card, strategy)),
+                capacity: Some(shared_capacity(card)),
+                consumes_counters: consumes(&whole_card),
+                allow_multiple_allocations: Some(true),
+                ..Device::default()
+            },
+            offered: OfferedDevice::SharedPhysical {
+                pci_address: inventory.pci_address,
+                uuid: inventory.uuid.clone(),
+                physical_gpu: card.physical_gpu.clone(),
+                strategy,
+            },
+        });
+    }
     let mig = inventory.mig.as_ref().filter(|_| policy.offers_mig());
     for profile in mig.iter().flat_map(|mig| &mig.profiles) {
         for placement in &profile.placements {

@@ -1,7 +1,9 @@
-//! Did the API server keep our counters? A server whose `DRAPartitionableDevices` gate is off
-//! accepts a ResourceSlice but silently drops `sharedCounters` and `consumesCounters`; MIG offers
-//! would then overlap with nothing to keep them apart. Comparing what was sent with what was stored
-//! is the only way to tell.
+//! Did the API server keep our counters and sharing fields? A server whose
+//! `DRAPartitionableDevices` gate is off accepts a ResourceSlice but silently drops
+//! `sharedCounters` and `consumesCounters`; MIG offers would then overlap with nothing to keep them
+//! apart. One whose `DRAConsumableCapacity` gate is off drops `allowMultipleAllocations` and
+//! capacity `requestPolicy`; a shared offer would then be one more exclusive copy of the card.
+//! Comparing what was sent with what was stored is the only way to tell.
 
 use std::collections::BTreeMap;
 
@@ -51,6 +53,68 @@ pub fn counters_dropped(sent: &[ResourceSlice], stored: &[ResourceSlice]) -> Opt
         format!(
             "the API server dropped sharedCounters from {sets_lost} of {sets_sent} ResourceSlices with counters \
              and consumesCounters from {consumers_lost} of {consumers_sent} devices"
+        )
+    })
+}
+
+/// Why sharing is considered unsupported, when a device we sent with `allowMultipleAllocations`
+/// or a capacity we sent with a `requestPolicy` came back without it; `None` when everything
+/// arrived. Slices missing from `stored` are not judged.
+pub fn sharing_dropped(sent: &[ResourceSlice], stored: &[ResourceSlice]) -> Option<String> {
+    let stored_slices: BTreeMap<&str, &ResourceSlice> = stored
+        .iter()
+        .filter_map(|slice| Some((slice.metadata.name.as_deref()?, slice)))
+        .collect();
+    let stored: BTreeMap<(&str, &str), &Device> = stored_slices
+        .iter()
+        .flat_map(|(name, slice)| {
+            slice
+                .spec
+                .devices
+                .iter()
+                .flatten()
+                .map(move |d| ((*name, d.name.as_str()), d))
+        })
+        .collect();
+    let (mut shared_sent, mut shared_lost, mut policies_sent, mut policies_lost) = (0, 0, 0, 0);
+    for slice in sent {
+        let Some(name) = slice
+            .metadata
+            .name
+            .as_deref()
+            .filter(|name| stored_slices.contains_key(name))
+        else {
+            continue;
+        };
+        for device in slice.spec.devices.iter().flatten() {
+            let kept = stored.get(&(name, device.name.as_str()));
+            if device.allow_multiple_allocations == Some(true) {
+                shared_sent += 1;
+                if kept.is_none_or(|d| d.allow_multiple_allocations != Some(true)) {
+                    shared_lost += 1;
+                }
+            }
+            for (capacity, _) in device
+                .capacity
+                .iter()
+                .flatten()
+                .filter(|(_, c)| c.request_policy.is_some())
+            {
+                policies_sent += 1;
+                let kept_policy = kept
+                    .and_then(|d| d.capacity.as_ref())
+                    .and_then(|c| c.get(capacity))
+                    .is_some_and(|c| c.request_policy.is_some());
+                if !kept_policy {
+                    policies_lost += 1;
+                }
+            }
+        }
+    }
+    (shared_lost + policies_lost > 0).then(|| {
+        format!(
+            "the API server dropped allowMultipleAllocations from {shared_lost} of {shared_sent} shared devices \
+             and requestPolicy from {policies_lost} of {policies_sent} capacities"
         )
     })
 }

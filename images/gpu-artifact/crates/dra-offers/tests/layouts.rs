@@ -120,8 +120,8 @@ fn more_than_eight_cards_take_more_counter_slices() {
 #[test]
 fn the_fallback_offers_whole_cards_without_any_counter_field() {
     let policy = OfferPolicy {
-        mig_allowed: true,
         counters: false,
+        ..SHARED
     };
     for layout in [Layout::Combined, Layout::Split] {
         let publication = publish(&cards("h100-sxm5-80gb-x8.yaml", "h100"), policy, layout);
@@ -144,7 +144,7 @@ fn the_fallback_offers_whole_cards_without_any_counter_field() {
 
 #[test]
 fn allow_mig_false_keeps_whole_cards_and_their_counters() {
-    let policy = OfferPolicy::from_allow_mig_label(Some("false"), true);
+    let policy = OfferPolicy::from_node_labels(Some("false"), None, None);
     let publication = publish(&cards("a30.yaml", "a30-pcie"), policy, Layout::Combined);
     assert_valid_pool(&publication, Layout::Combined);
     let names: Vec<&str> = devices(&publication).iter().map(|d| d.name.as_str()).collect();
@@ -177,10 +177,7 @@ fn read_back_tells_when_the_server_dropped_counters() {
         assert!(reason.contains("consumesCounters from 28 of 28 devices"), "{reason}");
         let fallback = publish(
             &cards("a30-x2.yaml", "a30-pcie"),
-            OfferPolicy {
-                mig_allowed: true,
-                counters: false,
-            },
+            OfferPolicy { counters: false, ..ALL },
             layout,
         )
         .at_generation(4);

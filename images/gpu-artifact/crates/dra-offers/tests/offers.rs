@@ -154,6 +154,7 @@ fn attributes_name_the_card_for_selectors_dcgm_and_kubevirt() {
             "gpu.deckhouse.io/pciAddress",
             "gpu.deckhouse.io/physicalGPU",
             "gpu.deckhouse.io/productName",
+            "gpu.deckhouse.io/sharing",
             "gpu.deckhouse.io/type",
             "gpu.deckhouse.io/uuid",
             "gpu.deckhouse.io/vendor",
@@ -165,6 +166,7 @@ fn attributes_name_the_card_for_selectors_dcgm_and_kubevirt() {
         Some("Physical")
     );
     assert_eq!(string("gpu0", "gpu.deckhouse.io/type").as_deref(), Some("gpu"));
+    assert_eq!(string("gpu0", "gpu.deckhouse.io/sharing").as_deref(), Some("Exclusive"));
     assert_eq!(string("gpu0", "gpu.deckhouse.io/device").as_deref(), Some("a30-pcie"));
     assert_eq!(
         string("gpu0", "resource.kubernetes.io/pciBusID").as_deref(),
@@ -181,6 +183,7 @@ fn attributes_name_the_card_for_selectors_dcgm_and_kubevirt() {
     let mig = "gpu0-mig-1g6gb-me-3";
     assert_eq!(string(mig, "gpu.deckhouse.io/deviceType").as_deref(), Some("MIG"));
     assert_eq!(string(mig, "gpu.deckhouse.io/type").as_deref(), Some("mig"));
+    assert_eq!(string(mig, "gpu.deckhouse.io/sharing").as_deref(), Some("Exclusive"));
     assert_eq!(string(mig, "gpu.deckhouse.io/migProfile").as_deref(), Some("1g.6gb+me"));
     assert_eq!(string(mig, "gpu.deckhouse.io/profile").as_deref(), Some("1g.6gb+me"));
     assert_eq!(

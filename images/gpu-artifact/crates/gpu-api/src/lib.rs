@@ -10,6 +10,7 @@
 pub mod crd;
 pub mod labels;
 mod nvidia;
+pub mod opaque_config;
 mod physical_gpu;
 
 pub use nvidia::*;

@@ -4,11 +4,13 @@
 //! What it is for: the inventory half of the node agent. [`scan_gpus`]
 //! lists the GPUs (ids, names, bound driver, NUMA node, IOMMU group, index,
 //! model label), [`read_host_facts`] the OS, kernel and bare-metal verdict,
-//! and [`uevent`] says when to look again.
+//! and [`uevent`] says when to look again. [`vfio`] moves a card's PCI
+//! functions to `vfio-pci` and back for the prepare pipeline.
 //!
-//! What it must never do: talk to Kubernetes or NVML, write to the host, or
-//! read a host path other than through [`HostRoot`]. It returns plain data;
-//! what becomes a `PhysicalGPU` is the agent's business.
+//! What it must never do: talk to Kubernetes or NVML, write to the host
+//! anywhere but the sysfs driver-binding files of [`vfio`] (and only when
+//! asked), or touch a host path other than through [`HostRoot`]. It returns
+//! plain data; what becomes a `PhysicalGPU` is the agent's business.
 
 mod bare_metal;
 mod gpu_filter;
@@ -21,6 +23,7 @@ mod pci_gpu;
 mod pci_ids;
 mod sysfs_attribute;
 pub mod uevent;
+pub mod vfio;
 
 pub use bare_metal::{
     BareMetalVerdict, DMI_PRODUCT_NAME, DMI_SYS_VENDOR, HYPERVISOR_MARKERS, detect_bare_metal, judge_dmi,

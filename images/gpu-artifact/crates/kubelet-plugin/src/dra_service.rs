@@ -43,18 +43,16 @@ impl<P: ClaimPreparer> DraService<P> {
         Self { preparer }
     }
 
-    /// Prepares every claim (concurrently: the preparer serialises what must be serial), keyed by UID.
+    /// Prepares every claim, keyed by UID.
     pub(crate) async fn prepare(
         &self,
         api: DraApi,
         claims: Vec<ClaimRef>,
     ) -> HashMap<String, Result<Vec<PreparedDevice>, String>> {
-        let outcomes = join_all(claims.into_iter().map(|claim| async move {
-            let outcome = match missing_field(&claim) {
-                Some(error) => Err(error),
-                None => self.preparer.prepare(claim.clone()).await,
-            };
-            match &outcome {
+        each_claim(
+            claims,
+            |claim| self.preparer.prepare(claim),
+            |claim, outcome| match outcome {
                 Ok(devices) => tracing::info!(
                     %api, namespace = %claim.namespace, name = %claim.name, uid = %claim.uid,
                     cdi_devices = ?devices.iter().flat_map(|d| &d.cdi_device_ids).collect::<Vec<_>>(),
@@ -64,21 +62,17 @@ impl<P: ClaimPreparer> DraService<P> {
                     %api, namespace = %claim.namespace, name = %claim.name, uid = %claim.uid, %error,
                     "NodePrepareResources: claim failed"
                 ),
-            }
-            (claim.uid, outcome)
-        }))
-        .await;
-        outcomes.into_iter().collect()
+            },
+        )
+        .await
     }
 
     /// Unprepares every claim, keyed by UID.
     pub(crate) async fn unprepare(&self, api: DraApi, claims: Vec<ClaimRef>) -> HashMap<String, Result<(), String>> {
-        let outcomes = join_all(claims.into_iter().map(|claim| async move {
-            let outcome = match missing_field(&claim) {
-                Some(error) => Err(error),
-                None => self.preparer.unprepare(claim.clone()).await,
-            };
-            match &outcome {
+        each_claim(
+            claims,
+            |claim| self.preparer.unprepare(claim),
+            |claim, outcome| match outcome {
                 Ok(()) => tracing::info!(
                     %api, namespace = %claim.namespace, name = %claim.name, uid = %claim.uid,
                     "NodeUnprepareResources: claim unprepared"
@@ -87,12 +81,33 @@ impl<P: ClaimPreparer> DraService<P> {
                     %api, namespace = %claim.namespace, name = %claim.name, uid = %claim.uid, %error,
                     "NodeUnprepareResources: claim failed"
                 ),
-            }
-            (claim.uid, outcome)
-        }))
-        .await;
-        outcomes.into_iter().collect()
+            },
+        )
+        .await
     }
+}
+
+/// Runs `call` for every claim concurrently (the preparer serialises what must be serial) and
+/// logs each outcome; a claim missing a field gets that error without reaching the preparer.
+async fn each_claim<T, F>(
+    claims: Vec<ClaimRef>,
+    call: impl Fn(ClaimRef) -> F,
+    log: impl Fn(&ClaimRef, &Result<T, String>),
+) -> HashMap<String, Result<T, String>>
+where
+    F: Future<Output = Result<T, String>>,
+{
+    let (call, log) = (&call, &log);
+    let outcomes = join_all(claims.into_iter().map(|claim| async move {
+        let outcome = match missing_field(&claim) {
+            Some(error) => Err(error),
+            None => call(claim.clone()).await,
+        };
+        log(&claim, &outcome);
+        (claim.uid, outcome)
+    }))
+    .await;
+    outcomes.into_iter().collect()
 }
 
 /// The kubelet always sends all three fields; a call without one is answered per claim rather

@@ -1,6 +1,7 @@
 //! The per-claim CDI spec: one CDI device per allocated device, named
-//! `<claimUID>-<deviceName>`, carrying the device nodes and the environment a
-//! container needs for that card or MIG device.
+//! `<claimUID>-<deviceName>`, carrying the device nodes, the environment and
+//! the mounts a container needs for that card, MIG device, MPS share or card
+//! on vfio-pci.
 //!
 //! cdiVersion 0.6.0 is the lowest that accepts what we use: a kind with dots
 //! (`gpu.deckhouse.io/claim`, 0.6.0) and names that may start with a digit
@@ -18,17 +19,111 @@ const MAX_NAME_LEN: usize = 63;
 /// The nodes every CUDA container needs besides its card.
 const CONTROL_NODES: [&str; 3] = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"];
 
-/// What one CDI device exposes.
+/// Where a container finds its card's MPS pipes and logs: the MPS defaults
+/// (what a client uses when the variables are unset).
+pub(crate) const MPS_PIPE_IN_CONTAINER: &str = "/tmp/nvidia-mps";
+pub(crate) const MPS_LOG_IN_CONTAINER: &str = "/var/log/nvidia-mps";
+
+/// Where a container finds a VFIO claim's QEMU hook payload: `<dir>/<claimUID>.json`.
+pub const VFIO_PAYLOAD_CONTAINER_DIR: &str = "/var/run/gpu.deckhouse.io/vfio";
+
+/// What one CDI device (or the whole spec) gives a container.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ContainerEdits {
+    pub env: Vec<String>,
+    pub device_nodes: Vec<String>,
+    /// Bind mounts: host path, container path, read-only.
+    pub mounts: Vec<(String, String, bool)>,
+}
+
+/// One CDI device: the published device name and its edits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CdiDevice {
-    /// The published device name.
     pub device: String,
-    /// The minor of the card (the MIG device's parent).
-    pub card_minor: u32,
-    /// The card UUID or the MIG device UUID.
-    pub visible_uuid: String,
-    /// Capability minors granting the GPU instance and the compute instance.
-    pub mig_capability_minors: Option<(u32, u32)>,
+    pub edits: ContainerEdits,
+}
+
+impl ContainerEdits {
+    /// A card (minor `card_minor`) or one of its MIG devices, seen by CUDA as `visible_uuid`;
+    /// a MIG device also needs the capability nodes of its GPU and compute instance.
+    pub fn gpu(card_minor: u32, visible_uuid: &str, mig_capability_minors: Option<(u32, u32)>) -> Self {
+        let mut device_nodes = vec![format!("/dev/nvidia{card_minor}")];
+        device_nodes.extend(CONTROL_NODES.iter().map(|node| node.to_string()));
+        if let Some((gi, ci)) = mig_capability_minors {
+            device_nodes.push(format!("/dev/nvidia-caps/nvidia-cap{gi}"));
+            device_nodes.push(format!("/dev/nvidia-caps/nvidia-cap{ci}"));
+        }
+        ContainerEdits {
+            env: vec![format!("NVIDIA_VISIBLE_DEVICES={visible_uuid}")],
+            device_nodes,
+            mounts: Vec::new(),
+        }
+    }
+
+    /// An MPS client of the card's daemon, whose pipe and log directories are on the host at
+    /// `pipe_dir` and `log_dir`, limited to `active_thread_percentage` of the card.
+    pub fn with_mps(mut self, pipe_dir: &str, log_dir: &str, active_thread_percentage: u32) -> Self {
+        self.env.extend([
+            format!("CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_IN_CONTAINER}"),
+            format!("CUDA_MPS_LOG_DIRECTORY={MPS_LOG_IN_CONTAINER}"),
+            format!("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={active_thread_percentage}"),
+        ]);
+        self.mounts
+            .push((pipe_dir.to_owned(), MPS_PIPE_IN_CONTAINER.to_owned(), false));
+        self.mounts
+            .push((log_dir.to_owned(), MPS_LOG_IN_CONTAINER.to_owned(), false));
+        self
+    }
+
+    /// A card on vfio-pci: its IOMMU group's node, and no NVIDIA device in the container.
+    pub fn vfio(iommu_group: u32) -> Self {
+        ContainerEdits {
+            env: vec!["NVIDIA_VISIBLE_DEVICES=void".to_owned()],
+            device_nodes: vec![format!("/dev/vfio/{iommu_group}")],
+            mounts: Vec::new(),
+        }
+    }
+
+    /// What every container of a VFIO claim needs once: the VFIO container
+    /// node and the claim's payload (read-only).
+    pub fn vfio_claim(claim_uid: &str, payload_on_host: &str) -> Self {
+        ContainerEdits {
+            env: Vec::new(),
+            device_nodes: vec!["/dev/vfio/vfio".to_owned()],
+            mounts: vec![(
+                payload_on_host.to_owned(),
+                format!("{VFIO_PAYLOAD_CONTAINER_DIR}/{claim_uid}.json"),
+                true,
+            )],
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut edits = serde_json::Map::new();
+        if !self.env.is_empty() {
+            edits.insert("env".into(), json!(self.env));
+        }
+        if !self.device_nodes.is_empty() {
+            let nodes: Vec<Value> = self.device_nodes.iter().map(|path| json!({ "path": path })).collect();
+            edits.insert("deviceNodes".into(), Value::Array(nodes));
+        }
+        if !self.mounts.is_empty() {
+            let mounts: Vec<Value> = self
+                .mounts
+                .iter()
+                .map(|(host, container, read_only)| {
+                    let access = if *read_only { "ro" } else { "rw" };
+                    json!({
+                        "hostPath": host,
+                        "containerPath": container,
+                        "options": [access, "nosuid", "nodev", "bind"],
+                    })
+                })
+                .collect();
+            edits.insert("mounts".into(), Value::Array(mounts));
+        }
+        Value::Object(edits)
+    }
 }
 
 /// The CDI device name of `device` in the claim's spec.
@@ -57,28 +152,22 @@ pub(crate) fn check_name(claim_uid: &str, device: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The spec document for the claim.
-pub(crate) fn spec(claim_uid: &str, devices: &[CdiDevice]) -> Value {
+/// The spec document for the claim; `claim_edits` apply whenever any of its devices is injected.
+pub(crate) fn spec(claim_uid: &str, devices: &[CdiDevice], claim_edits: Option<&ContainerEdits>) -> Value {
     let devices: Vec<Value> = devices
         .iter()
         .map(|device| {
-            let mut nodes = vec![format!("/dev/nvidia{}", device.card_minor)];
-            nodes.extend(CONTROL_NODES.iter().map(|node| node.to_string()));
-            if let Some((gi, ci)) = device.mig_capability_minors {
-                nodes.push(format!("/dev/nvidia-caps/nvidia-cap{gi}"));
-                nodes.push(format!("/dev/nvidia-caps/nvidia-cap{ci}"));
-            }
-            let nodes: Vec<Value> = nodes.into_iter().map(|path| json!({ "path": path })).collect();
             json!({
                 "name": cdi_name(claim_uid, &device.device),
-                "containerEdits": {
-                    "env": [format!("NVIDIA_VISIBLE_DEVICES={}", device.visible_uuid)],
-                    "deviceNodes": nodes,
-                },
+                "containerEdits": device.edits.to_json(),
             })
         })
         .collect();
-    json!({ "cdiVersion": CDI_VERSION, "kind": CDI_KIND, "devices": devices })
+    let mut spec = json!({ "cdiVersion": CDI_VERSION, "kind": CDI_KIND, "devices": devices });
+    if let Some(edits) = claim_edits {
+        spec["containerEdits"] = edits.to_json();
+    }
+    spec
 }
 
 #[cfg(test)]
@@ -91,10 +180,9 @@ mod tests {
             "3f0e",
             &[CdiDevice {
                 device: "gpu0-mig-2g12gb-2".into(),
-                card_minor: 1,
-                visible_uuid: "MIG-abc".into(),
-                mig_capability_minors: Some((12, 13)),
+                edits: ContainerEdits::gpu(1, "MIG-abc", Some((12, 13))),
             }],
+            None,
         );
         assert_eq!(
             spec,

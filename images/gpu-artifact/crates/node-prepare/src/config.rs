@@ -23,12 +23,24 @@ pub struct NodePrepareConfig {
     /// How long a prepare or unprepare waits for the node lock. NVIDIA's
     /// driver uses 10 s; a GPU instance destroy alone takes about 1 s.
     pub lock_timeout: Duration,
+    /// The `nvidia-smi` that sets a card's time slice. A bare name is looked
+    /// up in `PATH` of the handler's process.
+    pub nvidia_smi: PathBuf,
+    /// The `nvidia-cuda-mps-control` that starts and stops a card's MPS
+    /// control daemon. A bare name is looked up in `PATH`.
+    pub mps_control: PathBuf,
+    /// How long one run of `nvidia-smi` or `nvidia-cuda-mps-control` may take.
+    pub tool_timeout: Duration,
+    /// How long the kernel may take to show a PCI function's new driver
+    /// after an unbind or bind (VFIO).
+    pub vfio_bind_timeout: Duration,
 }
 
 impl NodePrepareConfig {
     /// The production layout below `host_root`: plugin dir
     /// `var/lib/kubelet/plugins/gpu.deckhouse.io`, CDI dir `var/run/cdi`,
-    /// a 10 s lock timeout.
+    /// a 10 s lock timeout, `nvidia-smi` and `nvidia-cuda-mps-control` from
+    /// `PATH` with 30 s each, 10 s for a driver (un)bind.
     pub fn new(node_name: impl Into<String>, host_root: impl Into<PathBuf>) -> Self {
         let host_root = host_root.into();
         NodePrepareConfig {
@@ -37,6 +49,10 @@ impl NodePrepareConfig {
             cdi_dir: host_root.join("var/run/cdi"),
             host_root,
             lock_timeout: Duration::from_secs(10),
+            nvidia_smi: PathBuf::from("nvidia-smi"),
+            mps_control: PathBuf::from("nvidia-cuda-mps-control"),
+            tool_timeout: Duration::from_secs(30),
+            vfio_bind_timeout: Duration::from_secs(10),
         }
     }
 
@@ -65,6 +81,27 @@ impl NodePrepareConfig {
         self.cdi_dir.join(format!("gpu.deckhouse.io-claim_{claim_uid}.json"))
     }
 
+    /// The directory of a card's MPS control daemon (`<plugin_dir>/mps/<pci address>`), holding
+    /// `pipe/` and `log/`. It exists exactly while the node may run a daemon for the card.
+    pub fn mps_dir(&self, card: &str) -> PathBuf {
+        self.plugin_dir.join("mps").join(card)
+    }
+
+    /// `CUDA_MPS_PIPE_DIRECTORY` of a card's daemon.
+    pub fn mps_pipe_dir(&self, card: &str) -> PathBuf {
+        self.mps_dir(card).join("pipe")
+    }
+
+    /// `CUDA_MPS_LOG_DIRECTORY` of a card's daemon.
+    pub fn mps_log_dir(&self, card: &str) -> PathBuf {
+        self.mps_dir(card).join("log")
+    }
+
+    /// The QEMU hook payload of a VFIO claim: `<plugin_dir>/vfio/<claimUID>.json` (see the crate docs).
+    pub fn vfio_payload_path(&self, claim_uid: &str) -> PathBuf {
+        self.plugin_dir.join("vfio").join(format!("{claim_uid}.json"))
+    }
+
     pub fn boot_id_path(&self) -> PathBuf {
         self.host_path("/proc/sys/kernel/random/boot_id")
     }
@@ -85,6 +122,14 @@ mod tests {
         assert_eq!(
             config.cdi_spec_path("0a1b"),
             Path::new("/fixture/var/run/cdi/gpu.deckhouse.io-claim_0a1b.json")
+        );
+        assert_eq!(
+            config.mps_pipe_dir("0000:01:00.0"),
+            Path::new("/fixture/var/lib/kubelet/plugins/gpu.deckhouse.io/mps/0000:01:00.0/pipe")
+        );
+        assert_eq!(
+            config.vfio_payload_path("0a1b"),
+            Path::new("/fixture/var/lib/kubelet/plugins/gpu.deckhouse.io/vfio/0a1b.json")
         );
         assert_eq!(
             config.boot_id_path(),

@@ -36,6 +36,16 @@ pub enum PrepareError {
         device: String,
         source: VendorError,
     },
+    /// A driver tool (`nvidia-smi`, `nvidia-cuda-mps-control`) could not do what it was asked.
+    #[error("{command}: {reason}")]
+    Tool { command: String, reason: String },
+    /// A PCI function could not be moved between drivers, or its IOMMU group is not usable.
+    #[error("claim {claim}: card {card}: {source}")]
+    Vfio {
+        claim: String,
+        card: String,
+        source: Box<host_inventory::vfio::VfioError>,
+    },
     /// A vendor call failed outside a claim (reconciliation, card inspection).
     #[error("GPU {card}: {source}")]
     Card { card: String, source: VendorError },

@@ -1,16 +1,20 @@
 //! Reconciliation at start: make the cards match the checkpoint. Claims a
 //! crash left `PrepareStarted` are rolled back (the kubelet will prepare them
-//! again), MIG devices no completed claim records are destroyed, and cards in
-//! MIG mode that no claim needs go back to MIG off.
+//! again; a card half-moved to vfio-pci goes back to its drivers), MPS
+//! daemons of cards without a recorded MPS share are stopped, MIG devices no
+//! completed claim records are destroyed, and cards in MIG mode that no claim
+//! needs go back to MIG off.
 
 use std::collections::BTreeSet;
 
 use dra_offers::OfferedDevice;
+use gpu_api::opaque_config::SharingStrategy;
 use gpu_vendor::PciAddress;
 
 use crate::card_mode::disable_if_unused;
 use crate::checkpoint::{CheckpointData, ClaimState};
 use crate::error::PrepareError;
+use crate::mps_daemon::{cards_with_daemon_dirs, stop_mps_daemon};
 use crate::node_lock;
 use crate::preparer::NodePreparer;
 use crate::teardown::tear_down_claim;
@@ -26,6 +30,8 @@ pub struct ReconcileReport {
     pub unknown_mig_devices_destroyed: usize,
     /// Cards turned back to MIG off.
     pub cards_mig_disabled: usize,
+    /// MPS control daemons of cards that no completed claim shares with MPS, stopped.
+    pub mps_daemons_stopped: usize,
     /// What could not be done (the rest was still done).
     pub failures: Vec<String>,
 }
@@ -41,6 +47,7 @@ impl NodePreparer {
             ..ReconcileReport::default()
         };
         self.roll_back_started_claims(&mut data, &mut report)?;
+        self.stop_unneeded_mps_daemons(&data, &mut report);
         match self.backend.devices() {
             Ok(cards) => {
                 for card in cards {
@@ -78,6 +85,31 @@ impl NodePreparer {
             }
         }
         Ok(())
+    }
+
+    fn stop_unneeded_mps_daemons(&self, data: &CheckpointData, report: &mut ReconcileReport) {
+        for card in cards_with_daemon_dirs(&self.config) {
+            let needed = data.claims.values().any(|claim| {
+                claim.state == ClaimState::PrepareCompleted
+                    && claim.devices.iter().any(|device| {
+                        device.target.pci_address().to_string() == card
+                            && device
+                                .sharing
+                                .as_ref()
+                                .is_some_and(|s| s.strategy == SharingStrategy::Mps)
+                    })
+            });
+            if needed {
+                continue;
+            }
+            match stop_mps_daemon(&self.config, &card) {
+                Ok(_) => {
+                    tracing::warn!(%card, "stopped an MPS control daemon that no prepared claim needs");
+                    report.mps_daemons_stopped += 1;
+                }
+                Err(error) => report.failures.push(error.to_string()),
+            }
+        }
     }
 
     fn reconcile_card(

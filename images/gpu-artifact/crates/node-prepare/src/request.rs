@@ -2,6 +2,7 @@
 //! this node, already resolved to what each published name means.
 
 use dra_offers::OfferedDevice;
+use gpu_api::opaque_config::OpaqueConfig;
 use kubelet_plugin::ClaimRef;
 
 /// One claim's devices of our driver on this node.
@@ -9,6 +10,18 @@ use kubelet_plugin::ClaimRef;
 pub struct PrepareRequest {
     pub claim: ClaimRef,
     pub devices: Vec<AllocatedDevice>,
+    /// A Pod the claim is reserved for carries `gpu.deckhouse.io/vfio: "true"`: every device of
+    /// the claim goes to vfio-pci (a `VfioDeviceConfig` asks for it per device).
+    pub vfio_requested: bool,
+    /// The Pods the claim is reserved for (`status.reservedFor`), for the QEMU hook payload.
+    pub pods: Vec<ReservedPod>,
+}
+
+/// A Pod a claim is reserved for; it lives in the claim's namespace.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReservedPod {
+    pub name: String,
+    pub uid: String,
 }
 
 /// One allocation result of the claim, with the device its name stands for
@@ -22,6 +35,11 @@ pub struct AllocatedDevice {
     pub device: String,
     /// Set for a share of a device that allows multiple allocations.
     pub share_id: Option<String>,
+    /// The share's `sharePercent` from the allocation's `consumedCapacity` (shares only).
+    pub share_percent: Option<u32>,
+    /// The opaque config that applies to this device's request (class configs, then claim configs;
+    /// the later wins), already decoded strictly.
+    pub config: Option<OpaqueConfig>,
     pub target: OfferedDevice,
 }
 

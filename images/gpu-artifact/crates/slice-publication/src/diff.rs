@@ -87,6 +87,17 @@ fn comparable(spec: &ResourceSliceSpec) -> ResourceSliceSpec {
     for device in spec.devices.iter_mut().flatten() {
         for capacity in device.capacity.iter_mut().flat_map(|c| c.values_mut()) {
             capacity.value = canonical(&capacity.value);
+            for policy in capacity.request_policy.iter_mut() {
+                policy.default = policy.default.as_ref().map(canonical);
+                for range in policy.valid_range.iter_mut() {
+                    range.min = canonical(&range.min);
+                    range.max = range.max.as_ref().map(canonical);
+                    range.step = range.step.as_ref().map(canonical);
+                }
+                for value in policy.valid_values.iter_mut().flatten() {
+                    *value = canonical(value);
+                }
+            }
         }
         for consumption in device.consumes_counters.iter_mut().flatten() {
             for counter in consumption.counters.values_mut() {
@@ -182,6 +193,39 @@ mod tests {
         assert_eq!(plan.apply.len(), 1);
         assert_eq!(plan.apply[0].spec.pool.generation, 5);
         assert_eq!(plan.delete, ["s-1"]);
+    }
+
+    #[test]
+    fn request_policies_are_compared_by_value() {
+        use k8s_openapi::api::resource::v1::{CapacityRequestPolicy, CapacityRequestPolicyRange, DeviceCapacity};
+        let with_policy = |generation, max: &str, step: &str| {
+            let mut slice = slice("s-0", generation, 1, &["gpu0-mps"], "1000");
+            let capacity = DeviceCapacity {
+                value: Quantity(max.into()),
+                request_policy: Some(CapacityRequestPolicy {
+                    default: Some(Quantity("0".into())),
+                    valid_range: Some(CapacityRequestPolicyRange {
+                        min: Quantity("0".into()),
+                        max: Some(Quantity(max.into())),
+                        step: Some(Quantity(step.into())),
+                    }),
+                    valid_values: None,
+                }),
+            };
+            slice.spec.devices.as_mut().unwrap()[0].capacity = Some([("memory".to_owned(), capacity)].into());
+            slice
+        };
+        let desired = [with_policy(0, "25769803776", "1048576")];
+        assert_eq!(
+            plan(&desired, &[with_policy(3, "24Gi", "1Mi")]).generation,
+            3,
+            "adopted"
+        );
+        assert_eq!(
+            plan(&desired, &[with_policy(3, "24Gi", "2Mi")]).generation,
+            4,
+            "a changed step"
+        );
     }
 
     #[test]

@@ -8,6 +8,8 @@ use prometheus_client::registry::Registry;
 
 /// `reason` of `gpu_handler_offers_reduced`: the API server dropped our counters.
 pub const COUNTERS_DROPPED: &str = "CountersDropped";
+/// `reason` of `gpu_handler_offers_reduced`: the API server dropped our sharing fields.
+pub const SHARING_DROPPED: &str = "SharingDropped";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReducedLabels {
@@ -42,11 +44,12 @@ impl PublicationMetrics {
         metrics
     }
 
-    pub(crate) fn set_counters_dropped(&self, dropped: bool) {
+    /// Sets `gpu_handler_offers_reduced{reason}` (one of [`COUNTERS_DROPPED`], [`SHARING_DROPPED`]).
+    pub(crate) fn set_reduced(&self, reason: &str, reduced: bool) {
         let labels = ReducedLabels {
-            reason: COUNTERS_DROPPED.to_owned(),
+            reason: reason.to_owned(),
         };
-        self.offers_reduced.get_or_create(&labels).set(i64::from(dropped));
+        self.offers_reduced.get_or_create(&labels).set(i64::from(reduced));
     }
 
     pub(crate) fn count_write(&self, operation: &str) {
@@ -79,7 +82,8 @@ mod tests {
     fn reduced_offers_and_writes_are_exposed() {
         let mut registry = Registry::default();
         let metrics = PublicationMetrics::register(&mut registry);
-        metrics.set_counters_dropped(true);
+        metrics.set_reduced(COUNTERS_DROPPED, true);
+        metrics.set_reduced(SHARING_DROPPED, false);
         metrics.count_write("apply");
         metrics.count_write("apply");
         metrics.count_write("delete");
@@ -87,6 +91,10 @@ mod tests {
         encode(&mut text, &registry).unwrap();
         assert!(
             text.contains("gpu_handler_offers_reduced{reason=\"CountersDropped\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("gpu_handler_offers_reduced{reason=\"SharingDropped\"} 0"),
             "{text}"
         );
         assert!(

@@ -1,5 +1,6 @@
 //! The one Node this handler runs on, reduced to what publication depends on: its identity (the
-//! slices' owner) and its `gpu.deckhouse.io/allow-mig` label. Other Node changes (heartbeats,
+//! slices' owner) and its offer labels (`gpu.deckhouse.io/allow-mig`, `allow-timeslicing`,
+//! `allow-mps`). Other Node changes (heartbeats,
 //! status) do not wake the publisher.
 
 use futures::StreamExt;
@@ -8,7 +9,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use tokio::sync::watch;
 
-use dra_offers::ALLOW_MIG_LABEL;
+use dra_offers::{ALLOW_MIG_LABEL, ALLOW_MPS_LABEL, ALLOW_TIMESLICING_LABEL};
 
 /// What publication needs from the Node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +17,8 @@ pub struct NodeView {
     pub name: String,
     pub uid: String,
     pub allow_mig: Option<String>,
+    pub allow_time_slicing: Option<String>,
+    pub allow_mps: Option<String>,
 }
 
 impl NodeView {
@@ -24,6 +27,8 @@ impl NodeView {
             name: node.name_any(),
             uid: node.uid().unwrap_or_default(),
             allow_mig: node.labels().get(ALLOW_MIG_LABEL).cloned(),
+            allow_time_slicing: node.labels().get(ALLOW_TIMESLICING_LABEL).cloned(),
+            allow_mps: node.labels().get(ALLOW_MPS_LABEL).cloned(),
         }
     }
 }

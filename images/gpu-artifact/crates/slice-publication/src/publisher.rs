@@ -1,10 +1,11 @@
 //! One publication pass: build the desired pool, write what differs, read back what the server kept,
-//! fall back to whole cards without counters when it dropped them, delete stale slices.
+//! fall back to whole cards without counters when it dropped them (or to no shared offers when it
+//! dropped the sharing fields), delete stale slices.
 
 use controller_plumbing::EventPublisher;
 use dra_offers::{
     CardOffering, DeviceCatalog, Layout, OfferPolicy, PoolTarget, Publication, build_publication, counters_dropped,
-    pool_name,
+    pool_name, sharing_dropped,
 };
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::resource::v1::ResourceSlice;
@@ -12,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
 
 use crate::diff::plan;
-use crate::metrics::PublicationMetrics;
+use crate::metrics::{COUNTERS_DROPPED, PublicationMetrics, SHARING_DROPPED};
 use crate::node_watch::NodeView;
 use crate::store::SliceStore;
 
@@ -30,6 +31,16 @@ pub struct PublisherConfig {
 
 /// The Event reason on the Node when the server dropped our counters.
 pub const COUNTERS_UNSUPPORTED: &str = "CountersUnsupported";
+/// The Event reason on the Node when the server dropped `allowMultipleAllocations` or capacity
+/// `requestPolicy`.
+pub const SHARING_UNSUPPORTED: &str = "SharingUnsupported";
+
+/// What the server dropped, and so which offers the node stops publishing.
+#[derive(Debug, Clone, Copy)]
+enum Dropped {
+    Counters,
+    Sharing,
+}
 
 pub(crate) struct Publisher {
     store: SliceStore,
@@ -40,6 +51,9 @@ pub(crate) struct Publisher {
     /// Cleared when the server drops counters; only a new process probes again, because a gate
     /// changes only with an API server restart and probing costs two pool generations.
     counters_supported: bool,
+    /// Cleared when the server drops the sharing fields; probed again only by a new process, as
+    /// above.
+    sharing_supported: bool,
     mig_offers: bool,
 }
 
@@ -60,6 +74,7 @@ impl Publisher {
                 driver: config.driver_name.clone(),
             },
             counters_supported: true,
+            sharing_supported: true,
             mig_offers: config.mig_offers,
         }
     }
@@ -79,7 +94,13 @@ impl Publisher {
             if self.counters_supported
                 && let Some(reason) = counters_dropped(&plan.apply, &kept)
             {
-                self.fall_back(node, &reason).await;
+                self.fall_back(node, Dropped::Counters, &reason).await;
+                continue;
+            }
+            if self.sharing_supported
+                && let Some(reason) = sharing_dropped(&plan.apply, &kept)
+            {
+                self.fall_back(node, Dropped::Sharing, &reason).await;
                 continue;
             }
             for name in &plan.delete {
@@ -94,6 +115,7 @@ impl Publisher {
                     deleted = plan.delete.len(),
                     devices = publication.catalog.len(),
                     counters = self.counters_supported,
+                    sharing = self.sharing_supported,
                     "published ResourceSlices"
                 );
             }
@@ -102,8 +124,14 @@ impl Publisher {
     }
 
     fn build(&self, cards: &[CardOffering], node: &NodeView) -> anyhow::Result<Publication> {
-        let mut policy = OfferPolicy::from_allow_mig_label(node.allow_mig.as_deref(), self.counters_supported);
+        let mut policy = OfferPolicy::from_node_labels(
+            node.allow_mig.as_deref(),
+            node.allow_time_slicing.as_deref(),
+            node.allow_mps.as_deref(),
+        );
         policy.mig_allowed &= self.mig_offers;
+        policy.counters = self.counters_supported;
+        policy.sharing = self.sharing_supported;
         match build_publication(&self.target, cards, policy, self.layout) {
             Ok(publication) => Ok(publication),
             Err(error) if policy.counters => {
@@ -118,17 +146,36 @@ impl Publisher {
         }
     }
 
-    async fn fall_back(&mut self, node: &NodeView, reason: &str) {
-        self.counters_supported = false;
-        self.metrics.set_counters_dropped(true);
-        tracing::warn!(reason, "the API server dropped counters; publishing whole GPUs only");
-        let note = format!(
-            "The API server dropped sharedCounters/consumesCounters from the ResourceSlices of pool {pool} \
-             ({reason}). The DRAPartitionableDevices feature gate must be enabled on kube-apiserver and \
-             kube-scheduler. Only whole-GPU offers are published (no MIG offers) until gpu-handler restarts \
-             with the gate on.",
-            pool = pool_name(&node.name),
-        );
+    async fn fall_back(&mut self, node: &NodeView, dropped: Dropped, reason: &str) {
+        let pool = pool_name(&node.name);
+        let (metric, event_reason, note) = match dropped {
+            Dropped::Counters => {
+                self.counters_supported = false;
+                tracing::warn!(reason, "the API server dropped counters; publishing whole GPUs only");
+                let note = format!(
+                    "The API server dropped sharedCounters/consumesCounters from the ResourceSlices of pool {pool} \
+                     ({reason}). The DRAPartitionableDevices feature gate must be enabled on kube-apiserver and \
+                     kube-scheduler. Only whole-GPU offers are published (no MIG offers) until gpu-handler restarts \
+                     with the gate on."
+                );
+                (COUNTERS_DROPPED, COUNTERS_UNSUPPORTED, note)
+            }
+            Dropped::Sharing => {
+                self.sharing_supported = false;
+                tracing::warn!(
+                    reason,
+                    "the API server dropped the sharing fields; publishing no shared offers"
+                );
+                let note = format!(
+                    "The API server dropped allowMultipleAllocations/requestPolicy from the ResourceSlices of pool \
+                     {pool} ({reason}). The DRAConsumableCapacity feature gate must be enabled on kube-apiserver and \
+                     kube-scheduler. No shared offers (TimeSlicing, MPS) are published, every GPU is offered \
+                     exclusively, until gpu-handler restarts with the gate on."
+                );
+                (SHARING_DROPPED, SHARING_UNSUPPORTED, note)
+            }
+        };
+        self.metrics.set_reduced(metric, true);
         let regarding = ObjectReference {
             api_version: Some("v1".into()),
             kind: Some("Node".into()),
@@ -137,7 +184,7 @@ impl Publisher {
             ..ObjectReference::default()
         };
         self.events
-            .warning(&regarding, COUNTERS_UNSUPPORTED, "PublishResourceSlices", note)
+            .warning(&regarding, event_reason, "PublishResourceSlices", note)
             .await;
     }
 }

@@ -1,5 +1,5 @@
 //! The publisher's life: read the server version once, watch the Node, and publish whenever the
-//! eligible cards or the Node's MIG label change. Nothing periodic: an unchanged input is never
+//! eligible cards or the Node's offer labels change. Nothing periodic: an unchanged input is never
 //! re-sent.
 
 use anyhow::Context;
@@ -9,12 +9,13 @@ use dra_offers::{CardOffering, DeviceCatalog, Layout};
 use k8s_openapi::apimachinery::pkg::version::Info;
 use tokio::sync::watch;
 
-use crate::metrics::PublicationMetrics;
+use crate::metrics::{COUNTERS_DROPPED, PublicationMetrics, SHARING_DROPPED};
 use crate::node_watch::{NodeView, watch_node};
 use crate::publisher::{Publisher, PublisherConfig};
 
 /// Runs until `shutdown` (or until the sender of `cards` is dropped). Publishes the node's pool
-/// for `cards`, republishing when they or the Node's `gpu.deckhouse.io/allow-mig` label change, and
+/// for `cards`, republishing when they or the Node's offer labels (`allow-mig`, `allow-timeslicing`,
+/// `allow-mps`) change, and
 /// sends what is published on `catalog`. Failed writes are retried with backoff; they never end it.
 pub async fn run(
     client: kube::Client,
@@ -33,7 +34,8 @@ pub async fn run(
     };
     let layout = layout_of(&version)?;
     tracing::info!(server = %version.git_version, ?layout, "publishing ResourceSlices");
-    metrics.set_counters_dropped(false);
+    metrics.set_reduced(COUNTERS_DROPPED, false);
+    metrics.set_reduced(SHARING_DROPPED, false);
 
     let (node_sender, mut node) = watch::channel::<Option<NodeView>>(None);
     let node_watch = tokio::spawn(watch_node(client.clone(), config.node_name.clone(), node_sender));

@@ -3,46 +3,37 @@
 
 mod support;
 
-use kube::Api;
-use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams};
-use kube::discovery::{self, Scope};
-use serde::Deserialize;
-use support::components::repo_root;
+use kube::ResourceExt;
+use kube::api::{Patch, PatchParams};
+use support::examples::documented_examples;
 use testbed::TestNamespace;
 
 #[tokio::test]
 async fn the_api_server_accepts_every_documented_example() {
     let ns = TestNamespace::create("docs-examples").await.unwrap();
-    let client = ns.client();
     let mut applied = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(repo_root().join("docs/examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        for document in serde_yaml::Deserializer::from_str(&text) {
-            let object = DynamicObject::deserialize(document).unwrap();
-            let types = object.types.clone().unwrap();
-            let (group, version) = types.api_version.split_once('/').unwrap_or(("", &types.api_version));
-            let (resource, caps) = discovery::pinned_kind(&client, &GroupVersionKind::gvk(group, version, &types.kind))
-                .await
-                .unwrap_or_else(|e| panic!("{}: {} not served: {e}", file.display(), types.kind));
-            let api: Api<DynamicObject> = match caps.scope {
-                Scope::Namespaced => Api::namespaced_with(client.clone(), ns.name(), &resource),
-                Scope::Cluster => Api::all_with(client.clone(), &resource),
-            };
-            let name = object.metadata.name.clone().unwrap();
-            api.patch(
-                &name,
+    for example in documented_examples(&ns).await {
+        example
+            .api
+            .patch(
+                &example.object.name_any(),
                 &PatchParams::apply("docs-examples").dry_run(),
-                &Patch::Apply(&object),
+                &Patch::Apply(&example.object),
             )
             .await
-            .unwrap_or_else(|e| panic!("{}: {} {name} rejected: {e}", file.display(), types.kind));
-            applied.push(format!("{}/{name}", types.kind));
-        }
+            .unwrap_or_else(|e| panic!("{}: {} rejected: {e}", example.file.display(), example.label));
+        applied.push(example.label);
     }
-    assert_eq!(applied.len(), 5, "{applied:?}");
+    assert_eq!(
+        applied,
+        [
+            "DeviceClass/a30",
+            "DeviceClass/h100",
+            "DeviceClass/mig-2g12gb",
+            "ResourceClaimTemplate/one-mig-2g12gb",
+            "Pod/cuda-job-1",
+            "Pod/cuda-job-2",
+            "Pod/h100-job"
+        ]
+    );
 }

@@ -9,17 +9,19 @@ use std::time::Duration;
 
 use component_base::Shutdown;
 use dra_offers::{CardOffering, DeviceCatalog, pool_name};
-use gpu_vendor::VendorBackend;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use mock_nvml::test_support::{MockInstall, machine_fixture};
-use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig, XidPolicy};
 use slice_publication::{PublicationMetrics, PublisherConfig};
 use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+#[path = "../../../crates/dra-offers/tests/support/mock_cards.rs"]
+mod mock_cards;
+
+use mock_cards::mock_cards;
 
 const DRIVER: &str = "gpu.deckhouse.io";
 /// Devices of one H100 SXM5: the whole card and 25 MIG placements.
@@ -27,26 +29,7 @@ const H100_OFFERS: usize = 26;
 
 /// The fixture's cards as the handler would hand them over, indexed by sorted PCI address.
 fn cards(fixture: &str, node: &str) -> Vec<CardOffering> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let install = MockInstall::new(dir.path(), &machine_fixture(fixture)).expect("install the mock");
-    let backend = NvidiaBackend::load(NvidiaBackendConfig {
-        library_path: Some(install.library_path()),
-        xid_policy: XidPolicy::default(),
-    })
-    .expect("the backend loads the mock");
-    let mut addresses = backend.devices().expect("devices");
-    addresses.sort();
-    addresses
-        .iter()
-        .enumerate()
-        .map(|(index, pci)| CardOffering {
-            physical_gpu: format!("{node}-{index}-10de-2330"),
-            index: index as u32,
-            device_label: "h100-sxm5-80gb".into(),
-            inventory: backend.inventory(pci).expect("inventory"),
-            bare_metal: Some(true),
-        })
-        .collect()
+    mock_cards(fixture, node, "2330", "h100-sxm5-80gb")
 }
 
 /// A publisher running in this test's runtime, as gpu-handler wires it.

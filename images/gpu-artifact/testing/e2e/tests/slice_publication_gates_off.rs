@@ -13,8 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use component_base::Shutdown;
-use dra_offers::{CardOffering, DeviceCatalog};
-use gpu_vendor::VendorBackend;
+use dra_offers::DeviceCatalog;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::ResourceSlice;
@@ -22,12 +21,15 @@ use kube::api::{ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::ObjectMeta;
 use kube::{Api, Client, Config};
-use mock_nvml::test_support::{MockInstall, machine_fixture};
-use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig, XidPolicy};
 use prometheus_client::registry::Registry;
 use slice_publication::{PublicationMetrics, PublisherConfig};
 use testbed::{Progress, TestCluster, wait_until};
 use tokio::sync::watch;
+
+#[path = "../../../crates/dra-offers/tests/support/mock_cards.rs"]
+mod mock_cards;
+
+use mock_cards::mock_cards;
 
 const DRIVER: &str = "gpu.deckhouse.io";
 const NODE: &str = "gates-off-a30x2";
@@ -86,29 +88,6 @@ async fn gates_off_cluster() -> Client {
     Client::try_from(config).unwrap()
 }
 
-fn a30_cards() -> Vec<CardOffering> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let install = MockInstall::new(dir.path(), &machine_fixture("a30-x2.yaml")).expect("install the mock");
-    let backend = NvidiaBackend::load(NvidiaBackendConfig {
-        library_path: Some(install.library_path()),
-        xid_policy: XidPolicy::default(),
-    })
-    .expect("the backend loads the mock");
-    let mut addresses = backend.devices().expect("devices");
-    addresses.sort();
-    addresses
-        .iter()
-        .enumerate()
-        .map(|(index, pci)| CardOffering {
-            physical_gpu: format!("{NODE}-{index}-10de-20b7"),
-            index: index as u32,
-            device_label: "a30-pcie".into(),
-            inventory: backend.inventory(pci).expect("inventory"),
-            bare_metal: Some(true),
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_counters_leave_whole_gpus_only_with_an_event_and_a_metric() {
     let client = gates_off_cluster().await;
@@ -124,7 +103,7 @@ async fn dropped_counters_leave_whole_gpus_only_with_an_event_and_a_metric() {
         .await
         .unwrap();
 
-    let cards = a30_cards();
+    let cards = mock_cards("a30-x2.yaml", NODE, "20b7", "a30-pcie");
     let (_cards, cards_receiver) = watch::channel(cards);
     let (catalog_sender, mut catalog) = watch::channel(DeviceCatalog::new());
     let mut registry = Registry::default();

@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use kubelet_plugin_api::{dra_v1 as v1, dra_v1beta1 as v1beta1};
 use tonic::transport::Channel;
 
 use crate::DraVersion;
@@ -32,6 +31,39 @@ pub(crate) struct DraClient {
 /// Per claim UID: the CDI ids of its devices, or the plugin's error.
 type Answers = HashMap<String, Result<Vec<String>, String>>;
 
+/// The two calls the kubelet makes, named as in its messages.
+#[derive(Debug, Clone, Copy)]
+enum DraCall {
+    Prepare,
+    Unprepare,
+}
+
+impl DraCall {
+    fn method(self) -> &'static str {
+        match self {
+            DraCall::Prepare => "NodePrepareResources",
+            DraCall::Unprepare => "NodeUnprepareResources",
+        }
+    }
+}
+
+/// v1 and v1beta1 generate the same client and messages as distinct types: a call is written once
+/// and expanded with `$api` naming the generated module of the version chosen at registration.
+macro_rules! with_dra_api {
+    ($version:expr, $api:ident => $call:expr) => {
+        match $version {
+            DraVersion::V1 => {
+                use kubelet_plugin_api::dra_v1 as $api;
+                $call
+            }
+            DraVersion::V1beta1 => {
+                use kubelet_plugin_api::dra_v1beta1 as $api;
+                $call
+            }
+        }
+    };
+}
+
 impl DraClient {
     pub(crate) fn new(version: DraVersion, channel: Channel) -> Self {
         Self { version, channel }
@@ -43,96 +75,53 @@ impl DraClient {
         claims: &[ClaimId],
         timeout: Duration,
     ) -> Result<BTreeMap<ClaimId, Vec<String>>, Vec<String>> {
-        let call = async {
-            Ok::<Answers, tonic::Status>(match self.version {
-                DraVersion::V1 => {
-                    let mut client = v1::dra_plugin_client::DraPluginClient::new(self.channel.clone());
-                    let claims = claims.iter().map(|c| v1::Claim {
-                        namespace: c.namespace.clone(),
-                        uid: c.uid.clone(),
-                        name: c.name.clone(),
-                    });
-                    let request = v1::NodePrepareResourcesRequest {
-                        claims: claims.collect(),
-                    };
-                    let answers = client.node_prepare_resources(request).await?.into_inner().claims;
-                    answers
-                        .into_iter()
-                        .map(|(uid, a)| {
-                            (
-                                uid,
-                                per_claim(a.error, a.devices.into_iter().flat_map(|d| d.cdi_device_ids)),
-                            )
-                        })
-                        .collect()
-                }
-                DraVersion::V1beta1 => {
-                    let mut client = v1beta1::dra_plugin_client::DraPluginClient::new(self.channel.clone());
-                    let claims = claims.iter().map(|c| v1beta1::Claim {
-                        namespace: c.namespace.clone(),
-                        uid: c.uid.clone(),
-                        name: c.name.clone(),
-                    });
-                    let request = v1beta1::NodePrepareResourcesRequest {
-                        claims: claims.collect(),
-                    };
-                    let answers = client.node_prepare_resources(request).await?.into_inner().claims;
-                    answers
-                        .into_iter()
-                        .map(|(uid, a)| {
-                            (
-                                uid,
-                                per_claim(a.error, a.devices.into_iter().flat_map(|d| d.cdi_device_ids)),
-                            )
-                        })
-                        .collect()
-                }
-            })
-        };
-        let answers = timed("NodePrepareResources", self.version, timeout, call).await?;
-        check_answers("NodePrepareResources", claims, answers)
+        self.checked_call(DraCall::Prepare, claims, timeout).await
     }
 
     /// NodeUnprepareResources: Ok when every claim was unprepared.
     pub(crate) async fn unprepare(&self, claims: &[ClaimId], timeout: Duration) -> Result<(), Vec<String>> {
-        let call = async {
-            Ok::<Answers, tonic::Status>(match self.version {
-                DraVersion::V1 => {
-                    let mut client = v1::dra_plugin_client::DraPluginClient::new(self.channel.clone());
-                    let claims = claims.iter().map(|c| v1::Claim {
-                        namespace: c.namespace.clone(),
-                        uid: c.uid.clone(),
-                        name: c.name.clone(),
-                    });
-                    let request = v1::NodeUnprepareResourcesRequest {
-                        claims: claims.collect(),
-                    };
-                    let answers = client.node_unprepare_resources(request).await?.into_inner().claims;
+        self.checked_call(DraCall::Unprepare, claims, timeout).await.map(|_| ())
+    }
+
+    /// One call with the kubelet's timeout and its checks of the answers.
+    async fn checked_call(
+        &self,
+        call: DraCall,
+        claims: &[ClaimId],
+        timeout: Duration,
+    ) -> Result<BTreeMap<ClaimId, Vec<String>>, Vec<String>> {
+        let answers = timed(call.method(), self.version, timeout, self.send(call, claims)).await?;
+        check_answers(call.method(), claims, answers)
+    }
+
+    /// The gRPC call itself; an unprepared claim answers with no CDI ids.
+    async fn send(&self, call: DraCall, claims: &[ClaimId]) -> Result<Answers, tonic::Status> {
+        with_dra_api!(self.version, api => {
+            let mut client = api::dra_plugin_client::DraPluginClient::new(self.channel.clone());
+            let claims: Vec<api::Claim> = claims
+                .iter()
+                .map(|c| api::Claim {
+                    namespace: c.namespace.clone(),
+                    uid: c.uid.clone(),
+                    name: c.name.clone(),
+                })
+                .collect();
+            Ok(match call {
+                DraCall::Prepare => {
+                    let request = api::NodePrepareResourcesRequest { claims };
+                    let answers = client.node_prepare_resources(request).await?.into_inner().claims;
                     answers
                         .into_iter()
-                        .map(|(uid, a)| (uid, per_claim(a.error, [])))
+                        .map(|(uid, a)| (uid, per_claim(a.error, a.devices.into_iter().flat_map(|d| d.cdi_device_ids))))
                         .collect()
                 }
-                DraVersion::V1beta1 => {
-                    let mut client = v1beta1::dra_plugin_client::DraPluginClient::new(self.channel.clone());
-                    let claims = claims.iter().map(|c| v1beta1::Claim {
-                        namespace: c.namespace.clone(),
-                        uid: c.uid.clone(),
-                        name: c.name.clone(),
-                    });
-                    let request = v1beta1::NodeUnprepareResourcesRequest {
-                        claims: claims.collect(),
-                    };
+                DraCall::Unprepare => {
+                    let request = api::NodeUnprepareResourcesRequest { claims };
                     let answers = client.node_unprepare_resources(request).await?.into_inner().claims;
-                    answers
-                        .into_iter()
-                        .map(|(uid, a)| (uid, per_claim(a.error, [])))
-                        .collect()
+                    answers.into_iter().map(|(uid, a)| (uid, per_claim(a.error, []))).collect()
                 }
             })
-        };
-        let answers = timed("NodeUnprepareResources", self.version, timeout, call).await?;
-        check_answers("NodeUnprepareResources", claims, answers).map(|_| ())
+        })
     }
 }
 

@@ -7,36 +7,18 @@
 use std::collections::BTreeMap;
 
 use dra_offers::{CardOffering, CounterValues, Layout, OfferPolicy, PoolTarget, Publication, build_publication};
-use gpu_vendor::VendorBackend;
 use k8s_openapi::api::resource::v1::{Counter, Device, ResourceSlice};
-use mock_nvml::test_support::{MockInstall, machine_fixture};
-use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig, XidPolicy};
+
+mod mock_cards;
+
+pub use mock_cards::mock_cards;
 
 pub const NODE: &str = "node-a";
 pub const DRIVER: &str = "gpu.deckhouse.io";
 
 /// Every card of the fixture, indexed by sorted PCI address as the node agent does.
 pub fn cards(fixture: &str, device_label: &str) -> Vec<CardOffering> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let install = MockInstall::new(dir.path(), &machine_fixture(fixture)).expect("install the mock");
-    let backend = NvidiaBackend::load(NvidiaBackendConfig {
-        library_path: Some(install.library_path()),
-        xid_policy: XidPolicy::default(),
-    })
-    .expect("the backend loads the mock");
-    let mut addresses = backend.devices().expect("devices");
-    addresses.sort();
-    addresses
-        .iter()
-        .enumerate()
-        .map(|(index, pci)| CardOffering {
-            physical_gpu: format!("{NODE}-{index}-10de-xxxx"),
-            index: index as u32,
-            device_label: device_label.to_owned(),
-            inventory: backend.inventory(pci).expect("inventory"),
-            bare_metal: Some(true),
-        })
-        .collect()
+    mock_cards(fixture, NODE, "xxxx", device_label)
 }
 
 /// `count` copies of the fixture's first card at distinct PCI addresses and indices.
@@ -65,9 +47,20 @@ pub fn publish(cards: &[CardOffering], policy: OfferPolicy, layout: Layout) -> P
     build_publication(&target(), cards, policy, layout).expect("the node's offers can be published")
 }
 
+/// MIG and counters, exclusive cards only (the default of a node without sharing labels).
 pub const ALL: OfferPolicy = OfferPolicy {
     mig_allowed: true,
+    time_slicing_allowed: false,
+    mps_allowed: false,
     counters: true,
+    sharing: true,
+};
+
+/// Everything at once: MIG and both sharing strategies.
+pub const SHARED: OfferPolicy = OfferPolicy {
+    time_slicing_allowed: true,
+    mps_allowed: true,
+    ..ALL
 };
 
 pub fn devices(publication: &Publication) -> Vec<&Device> {

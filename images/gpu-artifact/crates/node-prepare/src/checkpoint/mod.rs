@@ -8,6 +8,7 @@ mod store;
 use std::collections::BTreeMap;
 
 use dra_offers::OfferedDevice;
+use gpu_api::opaque_config::{SharingStrategy, TimeSliceInterval};
 use gpu_vendor::PciAddress;
 use kubelet_plugin::PreparedDevice;
 use serde::{Deserialize, Serialize};
@@ -59,6 +60,45 @@ pub struct CheckpointDevice {
     /// The MIG device created for a `Mig` target; `None` until created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mig_instance: Option<MigInstanceRecord>,
+    /// For a share: how its card is shared. Every share of a card records the
+    /// same value (invariant 2), so this is the card's active sharing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<CardSharing>,
+    /// For a card handed to vfio-pci: what was moved and what to give back.
+    /// Recorded before the first function is unbound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vfio: Option<VfioRecord>,
+}
+
+/// How a card is shared: the strategy and its card-wide parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CardSharing {
+    pub strategy: SharingStrategy,
+    /// TimeSlicing only: the card's time slice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<TimeSliceInterval>,
+    /// MPS only: the config's `defaultActiveThreadPercentage`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_active_thread_percentage: Option<u8>,
+}
+
+/// A card's IOMMU group and the functions moved to vfio-pci with their drivers before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VfioRecord {
+    pub iommu_group: u32,
+    pub functions: Vec<VfioFunctionRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VfioFunctionRecord {
+    /// e.g. `0000:01:00.1`.
+    pub address: String,
+    /// The driver to bind back on unprepare; `None`: it was unbound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_driver: Option<String>,
 }
 
 /// The vendor's ids of a created MIG device.
@@ -104,6 +144,18 @@ impl CheckpointData {
                 .filter(move |device| device.target.pci_address() == card)
                 .map(move |device| (uid.as_str(), claim, device))
         })
+    }
+
+    /// The shares of `card` recorded for claims other than `except_uid`, with
+    /// their claim's label and the card's sharing they recorded.
+    pub(crate) fn other_shares_on_card<'a>(
+        &'a self,
+        card: &'a PciAddress,
+        except_uid: &'a str,
+    ) -> impl Iterator<Item = (String, &'a CardSharing)> + 'a {
+        self.devices_on_card(card)
+            .filter(move |(uid, ..)| *uid != except_uid)
+            .filter_map(|(_, claim, device)| device.sharing.as_ref().map(|sharing| (claim.label(), sharing)))
     }
 
     /// Whether any claim other than `except_uid` has a MIG device on `card`.

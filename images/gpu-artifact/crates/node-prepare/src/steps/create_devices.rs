@@ -48,7 +48,7 @@ fn create_all(run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
     for (index, device) in run.request.devices.iter().enumerate() {
         let name = device.device.as_str();
         match &device.target {
-            OfferedDevice::Physical { pci_address, .. } => {
+            OfferedDevice::Physical { pci_address, .. } | OfferedDevice::SharedPhysical { pci_address, .. } => {
                 disable_for_physical(run.backend, pci_address, &label, name)?
             }
             OfferedDevice::Mig {
@@ -97,13 +97,13 @@ fn create_all(run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_node::TestNode;
+    use crate::test_node::{Node, mig_request};
     use mock_nvml::state::ProcessState;
 
     #[test]
     fn creates_instances_at_the_allocated_placements_and_undo_removes_them() {
-        let node = TestNode::a30();
-        let request = node.mig_request("uid-a", &[0, 2]);
+        let node = Node::a30();
+        let request = mig_request("uid-a", &[0, 2]);
         let mut run = node.run(&request);
         CreateDevices.run(&mut run).unwrap();
         let gpu = node.mock_gpu();
@@ -111,7 +111,7 @@ mod tests {
         let starts: Vec<u32> = gpu.gpu_instances.iter().map(|gi| gi.placement.start).collect();
         assert_eq!(starts, [0, 2]);
         assert_eq!(run.created.len(), 2);
-        assert_eq!(run.mig_enabled_on, [node.card]);
+        assert_eq!(run.mig_enabled_on, [node.card()]);
 
         CreateDevices.undo(&mut run);
         let gpu = node.mock_gpu();
@@ -121,15 +121,18 @@ mod tests {
 
     #[test]
     fn a_busy_card_is_not_switched_to_mig() {
-        let node = TestNode::a30();
+        let node = Node::a30();
         let process = ProcessState {
             pid: 4242,
             used_gpu_memory_bytes: 1 << 30,
             gpu_instance_id: None,
             compute_instance_id: None,
         };
-        node.mock.state().add_process(&node.card.to_string(), process).unwrap();
-        let request = node.mig_request("uid-a", &[0]);
+        node.mock
+            .state()
+            .add_process(&node.card().to_string(), process)
+            .unwrap();
+        let request = mig_request("uid-a", &[0]);
         let mut run = node.run(&request);
         let error = CreateDevices.run(&mut run).unwrap_err().to_string();
         assert!(error.contains("runs processes (pids 4242)"), "{error}");
@@ -139,9 +142,9 @@ mod tests {
 
     #[test]
     fn a_failure_on_the_second_device_takes_back_the_first() {
-        let node = TestNode::a30();
+        let node = Node::a30();
         // Placement 1 is not a 2g.12gb placement: the second creation fails.
-        let mut request = node.mig_request("uid-a", &[0, 2]);
+        let mut request = mig_request("uid-a", &[0, 2]);
         if let OfferedDevice::Mig { placement, .. } = &mut request.devices[1].target {
             placement.start = 1;
         }

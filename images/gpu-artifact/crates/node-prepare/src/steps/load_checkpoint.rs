@@ -48,11 +48,11 @@ impl PrepareStep for LoadCheckpoint {
 mod tests {
     use super::*;
     use crate::checkpoint::{CheckpointClaim, CheckpointDevice};
-    use crate::test_node::TestNode;
+    use crate::test_node::{Node, physical_request};
 
-    fn record(node: &TestNode, uid: &str, state: ClaimState) {
-        let request = node.physical_request(uid);
-        let mut data = node.store.load().unwrap().data;
+    fn record(node: &Node, uid: &str, state: ClaimState) {
+        let request = physical_request(uid);
+        let mut data = node.store().load().unwrap().data;
         let devices = request
             .devices
             .iter()
@@ -64,6 +64,8 @@ mod tests {
                 target: d.target.clone(),
                 cdi_device_ids: vec![format!("gpu.deckhouse.io/claim={uid}-gpu0")],
                 mig_instance: None,
+                sharing: None,
+                vfio: None,
             })
             .collect();
         let claim = CheckpointClaim {
@@ -73,14 +75,14 @@ mod tests {
             devices,
         };
         data.claims.insert(uid.into(), claim);
-        node.store.save(&data).unwrap();
+        node.store().save(&data).unwrap();
     }
 
     #[test]
     fn a_completed_claim_ends_the_pipeline_with_its_recorded_devices() {
-        let node = TestNode::a30();
+        let node = Node::a30();
         record(&node, "uid-a", ClaimState::PrepareCompleted);
-        let request = node.physical_request("uid-a");
+        let request = physical_request("uid-a");
         let mut run = node.run(&request);
         LoadCheckpoint.run(&mut run).unwrap();
         let devices = run.outcome.expect("already prepared");
@@ -89,16 +91,16 @@ mod tests {
 
     #[test]
     fn a_started_claim_is_rolled_back_before_preparing_again() {
-        let node = TestNode::a30();
+        let node = Node::a30();
         record(&node, "uid-a", ClaimState::PrepareStarted);
-        std::fs::create_dir_all(&node.config.cdi_dir).unwrap();
-        std::fs::write(node.config.cdi_spec_path("uid-a"), "{}").unwrap();
-        let request = node.physical_request("uid-a");
+        std::fs::create_dir_all(&node.config().cdi_dir).unwrap();
+        std::fs::write(node.config().cdi_spec_path("uid-a"), "{}").unwrap();
+        let request = physical_request("uid-a");
         let mut run = node.run(&request);
         LoadCheckpoint.run(&mut run).unwrap();
         assert!(run.outcome.is_none());
         assert!(run.checkpoint.claims.is_empty());
-        assert!(node.store.load().unwrap().data.claims.is_empty());
-        assert!(!node.config.cdi_spec_path("uid-a").exists());
+        assert!(node.store().load().unwrap().data.claims.is_empty());
+        assert!(!node.config().cdi_spec_path("uid-a").exists());
     }
 }

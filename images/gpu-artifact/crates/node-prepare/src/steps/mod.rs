@@ -3,6 +3,8 @@
 //! a failed prepare leaves the node as it found it. No step reaches around
 //! another: they share only [`PrepareRun`].
 
+mod apply_sharing;
+mod bind_vfio;
 mod check_allocation;
 mod create_devices;
 mod load_checkpoint;
@@ -10,16 +12,20 @@ mod record_completed;
 mod record_started;
 mod take_node_lock;
 mod write_cdi_spec;
+mod write_vfio_payload;
 
 use gpu_vendor::{PciAddress, VendorBackend};
 use kubelet_plugin::PreparedDevice;
 
-use crate::checkpoint::{CheckpointData, CheckpointStore, MigInstanceRecord};
+use crate::checkpoint::{CheckpointData, CheckpointStore, MigInstanceRecord, VfioRecord};
 use crate::config::NodePrepareConfig;
+use crate::device_plan::DevicePlan;
 use crate::error::PrepareError;
 use crate::node_lock::NodeLockGuard;
 use crate::request::{PrepareRequest, claim_label};
 
+pub(crate) use apply_sharing::{ApplySharing, SharingApplied};
+pub(crate) use bind_vfio::BindVfio;
 pub(crate) use check_allocation::CheckAllocation;
 pub(crate) use create_devices::CreateDevices;
 pub(crate) use load_checkpoint::LoadCheckpoint;
@@ -27,6 +33,7 @@ pub(crate) use record_completed::RecordPrepareCompleted;
 pub(crate) use record_started::RecordPrepareStarted;
 pub(crate) use take_node_lock::TakeNodeLock;
 pub(crate) use write_cdi_spec::WriteCdiSpec;
+pub(crate) use write_vfio_payload::WriteVfioPayload;
 
 /// One step of the pipeline.
 pub(crate) trait PrepareStep: Sync {
@@ -38,12 +45,15 @@ pub(crate) trait PrepareStep: Sync {
 }
 
 /// The steps in their fixed order.
-pub(crate) const PREPARE_STEPS: [&dyn PrepareStep; 7] = [
+pub(crate) const PREPARE_STEPS: [&dyn PrepareStep; 10] = [
     &TakeNodeLock,
     &LoadCheckpoint,
     &CheckAllocation,
     &RecordPrepareStarted,
     &CreateDevices,
+    &ApplySharing,
+    &BindVfio,
+    &WriteVfioPayload,
     &WriteCdiSpec,
     &RecordPrepareCompleted,
 ];
@@ -56,10 +66,16 @@ pub(crate) struct PrepareRun<'a> {
     pub request: &'a PrepareRequest,
     pub lock: Option<NodeLockGuard>,
     pub checkpoint: CheckpointData,
+    /// What each device of the request needs beyond existing, by index; set by the checks.
+    pub plans: Vec<DevicePlan>,
     /// MIG devices made by this run, by index into `request.devices`.
     pub created: Vec<(usize, PciAddress, MigInstanceRecord)>,
     /// Cards this run turned MIG on for.
     pub mig_enabled_on: Vec<PciAddress>,
+    /// Time slices set and MPS daemons started by this run.
+    pub sharing_applied: Vec<SharingApplied>,
+    /// Cards this run moved (or began to move) to vfio-pci.
+    pub vfio_moved: Vec<VfioRecord>,
     /// CDI ids per device of the request, once the spec is written.
     pub cdi_device_ids: Vec<Vec<String>>,
     /// Set when the claim is prepared (now or earlier): the pipeline ends.
@@ -80,11 +96,19 @@ impl<'a> PrepareRun<'a> {
             request,
             lock: None,
             checkpoint: CheckpointData::default(),
+            plans: Vec::new(),
             created: Vec::new(),
             mig_enabled_on: Vec::new(),
+            sharing_applied: Vec::new(),
+            vfio_moved: Vec::new(),
             cdi_device_ids: Vec::new(),
             outcome: None,
         }
+    }
+
+    /// The plan of device `index` (the default before the checks ran).
+    pub fn plan(&self, index: usize) -> DevicePlan {
+        self.plans.get(index).cloned().unwrap_or_default()
     }
 
     /// `namespace/name` of the claim being prepared.

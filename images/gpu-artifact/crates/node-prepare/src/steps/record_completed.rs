@@ -1,4 +1,4 @@
-//! Step 7: record `PrepareCompleted` with the CDI ids and MIG devices, and
+//! Step 10: record `PrepareCompleted` with the CDI ids and MIG devices, and
 //! end the pipeline with the devices for the kubelet.
 
 use super::{PrepareRun, PrepareStep};
@@ -45,12 +45,12 @@ mod tests {
     use crate::checkpoint::MigInstanceRecord;
     use crate::steps::LoadCheckpoint;
     use crate::steps::RecordPrepareStarted;
-    use crate::test_node::TestNode;
+    use crate::test_node::{Node, mig_request};
 
     #[test]
     fn records_ids_and_instances_and_returns_the_devices() {
-        let node = TestNode::a30();
-        let request = node.mig_request("uid-a", &[0]);
+        let node = Node::a30();
+        let request = mig_request("uid-a", &[0]);
         let mut run = node.run(&request);
         LoadCheckpoint.run(&mut run).unwrap();
         RecordPrepareStarted.run(&mut run).unwrap();
@@ -59,14 +59,14 @@ mod tests {
             compute_instance_id: 0,
             uuid: "MIG-1".into(),
         };
-        run.created.push((0, node.card, record.clone()));
+        run.created.push((0, node.card(), record.clone()));
         run.cdi_device_ids = vec![vec!["gpu.deckhouse.io/claim=uid-a-gpu0-mig-2g12gb-0".into()]];
         RecordPrepareCompleted.run(&mut run).unwrap();
 
         let devices = run.outcome.expect("the pipeline ends here");
         assert_eq!(devices[0].request_names, ["mig"]);
         assert_eq!(devices[0].pool_name, "gpus/w1");
-        let stored = node.store.load().unwrap().data;
+        let stored = node.store().load().unwrap().data;
         let claim = &stored.claims["uid-a"];
         assert_eq!(claim.state, ClaimState::PrepareCompleted);
         assert_eq!(claim.devices[0].mig_instance, Some(record));

@@ -18,7 +18,8 @@ impl PrepareStep for RecordPrepareStarted {
             .request
             .devices
             .iter()
-            .map(|device| CheckpointDevice {
+            .enumerate()
+            .map(|(index, device)| CheckpointDevice {
                 request: device.request.clone(),
                 pool: device.pool.clone(),
                 device: device.device.clone(),
@@ -26,6 +27,8 @@ impl PrepareStep for RecordPrepareStarted {
                 target: device.target.clone(),
                 cdi_device_ids: Vec::new(),
                 mig_instance: None,
+                sharing: run.plan(index).sharing,
+                vfio: None,
             })
             .collect();
         let claim = &run.request.claim;
@@ -55,21 +58,21 @@ impl PrepareStep for RecordPrepareStarted {
 mod tests {
     use super::*;
     use crate::steps::LoadCheckpoint;
-    use crate::test_node::TestNode;
+    use crate::test_node::{Node, mig_request};
 
     #[test]
     fn records_the_claim_as_started_and_removes_it_on_undo() {
-        let node = TestNode::a30();
-        let request = node.mig_request("uid-a", &[2]);
+        let node = Node::a30();
+        let request = mig_request("uid-a", &[2]);
         let mut run = node.run(&request);
         LoadCheckpoint.run(&mut run).unwrap();
         RecordPrepareStarted.run(&mut run).unwrap();
-        let stored = node.store.load().unwrap().data;
+        let stored = node.store().load().unwrap().data;
         let claim = &stored.claims["uid-a"];
         assert_eq!(claim.state, ClaimState::PrepareStarted);
         assert_eq!(claim.devices[0].device, "gpu0-mig-2g12gb-2");
         assert_eq!(claim.devices[0].target, request.devices[0].target);
         RecordPrepareStarted.undo(&mut run);
-        assert!(node.store.load().unwrap().data.claims.is_empty());
+        assert!(node.store().load().unwrap().data.claims.is_empty());
     }
 }

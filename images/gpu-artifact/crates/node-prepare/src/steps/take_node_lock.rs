@@ -24,17 +24,17 @@ impl PrepareStep for TakeNodeLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_node::TestNode;
+    use crate::test_node::{Node, physical_request};
 
     #[test]
     fn holds_the_lock_until_undone() {
-        let node = TestNode::a30();
-        let request = node.physical_request("uid-a");
+        let node = Node::a30();
+        let request = physical_request("uid-a");
         let mut run = node.run(&request);
         TakeNodeLock.run(&mut run).unwrap();
-        let busy = node_lock::acquire(&node.config.lock_path(), std::time::Duration::ZERO);
+        let busy = node_lock::acquire(&node.config().lock_path(), std::time::Duration::ZERO);
         assert!(matches!(busy, Err(PrepareError::LockTimeout { .. })));
         TakeNodeLock.undo(&mut run);
-        node_lock::acquire(&node.config.lock_path(), std::time::Duration::ZERO).expect("released by undo");
+        node_lock::acquire(&node.config().lock_path(), std::time::Duration::ZERO).expect("released by undo");
     }
 }

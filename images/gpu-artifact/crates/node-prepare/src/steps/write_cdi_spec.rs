@@ -1,11 +1,12 @@
-//! Step 6: write the claim's CDI spec (atomically), so the runtime can give
-//! the containers exactly the allocated card or MIG device.
+//! Step 9: write the claim's CDI spec (atomically), so the runtime can give
+//! the containers exactly the allocated card, MIG device, MPS share or card
+//! on vfio-pci (with the QEMU hook payload).
 
 use dra_offers::OfferedDevice;
 
 use super::{PrepareRun, PrepareStep};
 use crate::atomic_file::{remove_durably, write_atomically};
-use crate::cdi_spec::{self, CdiDevice};
+use crate::cdi_spec::{self, CdiDevice, ContainerEdits};
 use crate::driver_proc::{card_minor, mig_capability_minors};
 use crate::error::PrepareError;
 
@@ -18,8 +19,8 @@ impl PrepareStep for WriteCdiSpec {
 
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         let uid = &run.request.claim.uid;
-        let devices = cdi_devices(run)?;
-        let spec = serde_json::to_vec_pretty(&cdi_spec::spec(uid, &devices))
+        let (devices, claim_edits) = cdi_devices(run)?;
+        let spec = serde_json::to_vec_pretty(&cdi_spec::spec(uid, &devices, claim_edits.as_ref()))
             .map_err(|e| PrepareError::refused(&run.claim_label(), format!("cannot encode the CDI spec: {e}")))?;
         write_atomically(&run.config.cdi_spec_path(uid), &spec)?;
         run.cdi_device_ids = run
@@ -40,13 +41,45 @@ impl PrepareStep for WriteCdiSpec {
     }
 }
 
-fn cdi_devices(run: &PrepareRun<'_>) -> Result<Vec<CdiDevice>, PrepareError> {
+/// One CDI device per allocated device, and the edits every container of
+/// the claim needs once (VFIO).
+fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<ContainerEdits>), PrepareError> {
+    let uid = &run.request.claim.uid;
+    let recorded = run
+        .checkpoint
+        .claims
+        .get(uid)
+        .map(|claim| claim.devices.as_slice())
+        .unwrap_or_default();
     let mut devices = Vec::new();
+    let mut claim_edits = None;
     for (index, device) in run.request.devices.iter().enumerate() {
+        let plan = run.plan(index);
         let card = device.target.pci_address();
+        if let Some(record) = recorded.get(index).and_then(|d| d.vfio.as_ref()) {
+            let payload = run.config.vfio_payload_path(uid).display().to_string();
+            claim_edits = Some(ContainerEdits::vfio_claim(uid, &payload));
+            devices.push(CdiDevice {
+                device: device.device.clone(),
+                edits: ContainerEdits::vfio(record.iommu_group),
+            });
+            continue;
+        }
         let minor = card_minor(run.config, card)?;
-        let (visible_uuid, mig_capability_minors) = match &device.target {
-            OfferedDevice::Physical { uuid, .. } => (uuid.clone(), None),
+        let edits = match &device.target {
+            OfferedDevice::Physical { uuid, .. } => ContainerEdits::gpu(minor, uuid, None),
+            OfferedDevice::SharedPhysical { uuid, .. } => {
+                let edits = ContainerEdits::gpu(minor, uuid, None);
+                match plan.active_thread_percentage {
+                    Some(percentage) => {
+                        let card = card.to_string();
+                        let pipe = run.config.mps_pipe_dir(&card).display().to_string();
+                        let log = run.config.mps_log_dir(&card).display().to_string();
+                        edits.with_mps(&pipe, &log, percentage)
+                    }
+                    None => edits,
+                }
+            }
             OfferedDevice::Mig { .. } => {
                 let (_, _, record) = run.created.iter().find(|(i, ..)| *i == index).ok_or_else(|| {
                     PrepareError::refused(
@@ -56,39 +89,37 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<Vec<CdiDevice>, PrepareError> {
                 })?;
                 let minors =
                     mig_capability_minors(run.config, minor, record.gpu_instance_id, record.compute_instance_id)?;
-                (record.uuid.clone(), Some(minors))
+                ContainerEdits::gpu(minor, &record.uuid, Some(minors))
             }
         };
         devices.push(CdiDevice {
             device: device.device.clone(),
-            card_minor: minor,
-            visible_uuid,
-            mig_capability_minors,
+            edits,
         });
     }
-    Ok(devices)
+    Ok((devices, claim_edits))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::checkpoint::MigInstanceRecord;
-    use crate::test_node::TestNode;
+    use crate::test_node::{Node, mig_request, physical_request};
 
     #[test]
     fn writes_one_cdi_device_per_allocated_device_and_undo_removes_the_file() {
-        let node = TestNode::a30();
-        let request = node.mig_request("uid-a", &[2]);
+        let node = Node::a30();
+        let request = mig_request("uid-a", &[2]);
         let mut run = node.run(&request);
         let record = MigInstanceRecord {
             gpu_instance_id: 1,
             compute_instance_id: 0,
             uuid: "MIG-1".into(),
         };
-        run.created.push((0, node.card, record));
+        run.created.push((0, node.card(), record));
         WriteCdiSpec.run(&mut run).unwrap();
         assert_eq!(run.cdi_device_ids, [["gpu.deckhouse.io/claim=uid-a-gpu0-mig-2g12gb-2"]]);
-        let path = node.config.cdi_spec_path("uid-a");
+        let path = node.config().cdi_spec_path("uid-a");
         let spec: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(spec["devices"][0]["name"], "uid-a-gpu0-mig-2g12gb-2");
         assert_eq!(
@@ -105,15 +136,15 @@ mod tests {
 
     #[test]
     fn a_card_the_driver_does_not_list_is_an_error_naming_the_file() {
-        let node = TestNode::a30();
+        let node = Node::a30();
         node.host.remove("proc/driver/nvidia");
-        let request = node.physical_request("uid-a");
+        let request = physical_request("uid-a");
         let mut run = node.run(&request);
         let error = WriteCdiSpec.run(&mut run).unwrap_err().to_string();
         assert!(
             error.contains("proc/driver/nvidia/gpus/0000:01:00.0/information"),
             "{error}"
         );
-        assert!(!node.config.cdi_spec_path("uid-a").exists());
+        assert!(!node.config().cdi_spec_path("uid-a").exists());
     }
 }

@@ -1,6 +1,8 @@
 //! An A30 node for the pipeline's public behaviour: the `a30-pcie` host
 //! fixture and the mock libnvidia-ml of the same card, loaded through the
-//! real NVIDIA backend.
+//! real NVIDIA backend; stand-ins for `nvidia-smi` and
+//! `nvidia-cuda-mps-control` that log what they were asked; and, for VFIO,
+//! the fixtures' kernel emulator.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
@@ -8,12 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dra_offers::OfferedDevice;
+use gpu_api::opaque_config::SharingStrategy;
 use gpu_vendor::{MigPlacement, PciAddress};
-use host_fixtures::{HostTree, NamedHost};
+use host_fixtures::{HostTree, KernelEmulator, NamedHost, ToolStandIns};
 use kubelet_plugin::ClaimRef;
 use mock_nvml::state::GpuState;
 use mock_nvml::test_support::{MockInstall, machine_fixture};
-use node_prepare::{AllocatedDevice, NodePrepareConfig, NodePreparer, PrepareRequest};
+use node_prepare::{AllocatedDevice, NodePrepareConfig, NodePreparer, PrepareRequest, ReservedPod};
 use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig};
 use tempfile::TempDir;
 
@@ -21,15 +24,24 @@ pub const A30_UUID: &str = "GPU-010a3000-0000-4000-8000-a30000000001";
 pub const A30_ADDRESS: &str = "0000:01:00.0";
 
 pub struct Node {
-    pub host: HostTree,
+    pub host: Arc<HostTree>,
     _mock_dir: TempDir,
     pub mock: MockInstall,
     pub preparer: NodePreparer,
+    kernel: Option<KernelEmulator>,
 }
 
 impl Node {
     pub fn a30() -> Node {
-        let host = NamedHost::A30Pcie.build();
+        Node::on(NamedHost::A30Pcie)
+    }
+
+    /// `host` with the mock library of one A30 at 0000:01:00.0 (the vendor
+    /// library answers only process and MIG questions for VFIO, so the
+    /// RTX 4090 of `consumer-with-audio`, at the same address, passes for it).
+    pub fn on(host: NamedHost) -> Node {
+        let host = Arc::new(host.build());
+        ToolStandIns::install(&host);
         let mock_dir = TempDir::new().unwrap();
         let mock = MockInstall::new(mock_dir.path(), &machine_fixture("a30.yaml")).unwrap();
         let preparer = preparer_at(host.root(), &mock.library_path());
@@ -38,7 +50,35 @@ impl Node {
             _mock_dir: mock_dir,
             mock,
             preparer,
+            kernel: None,
         }
+    }
+
+    /// The same node with the kernel's driver binding emulated.
+    pub fn with_kernel(mut self) -> Node {
+        self.kernel = Some(KernelEmulator::start(self.host.clone()));
+        self
+    }
+
+    /// What the stand-in tools were asked, one line per call.
+    pub fn tool_calls(&self) -> Vec<String> {
+        self.tools().calls()
+    }
+
+    /// Whether the stand-in MPS daemon for `uuid` runs (`-d` made its marker, `quit` removes it).
+    pub fn mps_daemon_running(&self, uuid: &str) -> bool {
+        self.tools().mps_daemon_running(uuid)
+    }
+
+    fn tools(&self) -> ToolStandIns {
+        ToolStandIns::at(&self.host)
+    }
+
+    /// The driver bound to a PCI function of the fixture.
+    pub fn driver_of(&self, address: &str) -> Option<String> {
+        std::fs::read_link(self.host.path(format!("sys/bus/pci/devices/{address}/driver")))
+            .ok()
+            .and_then(|target| target.file_name().map(|name| name.to_string_lossy().into_owned()))
     }
 
     /// A new handler process on the same node: new backend, same files.
@@ -98,8 +138,16 @@ pub fn backend_at(library: &Path) -> NvidiaBackend {
     .expect("the backend loads the mock")
 }
 
+/// The preparer of the node at `root`, with the stand-in tools installed there.
 pub fn preparer_at(root: &Path, library: &Path) -> NodePreparer {
-    NodePreparer::new(NodePrepareConfig::new("w1", root), Arc::new(backend_at(library)))
+    let tools = root.join(host_fixtures::STAND_INS_DIR);
+    let config = NodePrepareConfig {
+        nvidia_smi: tools.join("nvidia-smi"),
+        mps_control: tools.join("nvidia-cuda-mps-control"),
+        vfio_bind_timeout: std::time::Duration::from_secs(5),
+        ..NodePrepareConfig::new("w1", root)
+    };
+    NodePreparer::new(config, Arc::new(backend_at(library)))
 }
 
 pub fn claim(uid: &str) -> ClaimRef {
@@ -118,13 +166,50 @@ pub fn physical_request(uid: &str) -> PrepareRequest {
             pool: "gpus/w1".into(),
             device: "gpu0".into(),
             share_id: None,
+            share_percent: None,
+            config: None,
             target: OfferedDevice::Physical {
                 pci_address: A30_ADDRESS.parse().unwrap(),
                 uuid: A30_UUID.into(),
                 physical_gpu: "w1-a30-0".into(),
             },
         }],
+        vfio_requested: false,
+        pods: Vec::new(),
     }
+}
+
+/// A share of the A30's `strategy` offer with `share_percent`.
+pub fn share_request(uid: &str, strategy: SharingStrategy, share_percent: u32) -> PrepareRequest {
+    let mut request = physical_request(uid);
+    let device = &mut request.devices[0];
+    device.device = match strategy {
+        SharingStrategy::Mps => "gpu0-mps".into(),
+        _ => "gpu0-timeslicing".into(),
+    };
+    device.share_id = Some(format!("share-{uid}"));
+    device.share_percent = Some(share_percent);
+    device.target = OfferedDevice::SharedPhysical {
+        pci_address: A30_ADDRESS.parse().unwrap(),
+        uuid: A30_UUID.into(),
+        physical_gpu: "w1-a30-0".into(),
+        strategy,
+    };
+    request
+}
+
+/// The whole card at `address` for a virtual machine, asked for by the Pod annotation, reserved for Pod `vm-0`.
+pub fn vfio_request(uid: &str, address: &str) -> PrepareRequest {
+    let mut request = physical_request(uid);
+    if let OfferedDevice::Physical { pci_address, .. } = &mut request.devices[0].target {
+        *pci_address = address.parse().unwrap();
+    }
+    request.vfio_requested = true;
+    request.pods = vec![ReservedPod {
+        name: "vm-0".into(),
+        uid: "pod-uid-0".into(),
+    }];
+    request
 }
 
 /// One 2g.12gb device (profile 5) per placement start.
@@ -136,6 +221,8 @@ pub fn mig_request(uid: &str, starts: &[u32]) -> PrepareRequest {
             pool: "gpus/w1".into(),
             device: format!("gpu0-mig-2g12gb-{start}"),
             share_id: None,
+            share_percent: None,
+            config: None,
             target: OfferedDevice::Mig {
                 pci_address: A30_ADDRESS.parse().unwrap(),
                 parent_uuid: A30_UUID.into(),
@@ -149,6 +236,8 @@ pub fn mig_request(uid: &str, starts: &[u32]) -> PrepareRequest {
     PrepareRequest {
         claim: claim(uid),
         devices,
+        vfio_requested: false,
+        pods: Vec::new(),
     }
 }
 
@@ -157,4 +246,40 @@ pub fn mig_request(uid: &str, starts: &[u32]) -> PrepareRequest {
 pub fn mig_minors(card_minor: u32, gi: u32, ci: u32) -> (u32, u32) {
     let gi_access = 3 + card_minor * 135 + gi * 9;
     (gi_access, gi_access + 1 + ci)
+}
+
+/// Set in a child process: `<host root>\n<mock library>` of the parent's node.
+const CRASH_CHILD_ENV: &str = "NODE_PREPARE_TEST_CRASH_CHILD";
+
+/// In a child started by [`crash_in_child`] (and only there): prepares `request` on the parent's
+/// node, which the fault point must abort; never returns in a child.
+pub fn prepare_in_child_if_asked(request: impl FnOnce() -> PrepareRequest) {
+    let Ok(node) = std::env::var(CRASH_CHILD_ENV) else {
+        return;
+    };
+    let (root, library) = node.split_once('\n').expect("root and library");
+    let result = preparer_at(Path::new(root), Path::new(library)).prepare(&request());
+    panic!("the fault point did not abort the prepare: {result:?}");
+}
+
+/// Runs `test` of this binary in a child process on `node`'s files with the fault point `point`
+/// set; returns once the child died of it (SIGABRT).
+pub fn crash_in_child(test: &str, point: &str, node: &Node) {
+    use std::os::unix::process::ExitStatusExt;
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(
+            CRASH_CHILD_ENV,
+            format!("{}\n{}", node.host.root().display(), node.mock.library_path().display()),
+        )
+        .env(node_prepare::FAULT_POINT_ENV, point)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.signal(),
+        Some(6),
+        "the child was not aborted at {point}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

@@ -24,7 +24,10 @@ use testbed::{ComponentProcess, TestNamespace};
 #[tokio::main]
 async fn main() {
     let ns = TestNamespace::create("demo").await.unwrap();
-    println!("== gpu module demo on {}", std::env::var("GPU_TESTBED_KUBECONFIG").unwrap_or_default());
+    println!(
+        "== gpu module demo on {}",
+        std::env::var("GPU_TESTBED_KUBECONFIG").unwrap_or_default()
+    );
     let a30 = handler_node::setup("demo-a30", NamedHost::A30Pcie).await;
     let h100 = handler_node::setup("demo-h100", NamedHost::H100SxmX8).await;
     let controller = start_gpu_controller(&ns).await;
@@ -39,7 +42,11 @@ async fn main() {
     walkthrough::slices(&ns, &nodes).await;
 
     let applied = walkthrough::apply_examples(&ns).await;
-    println!("\n== applied docs/examples into namespace {}: {}", ns.name(), applied.join(", "));
+    println!(
+        "\n== applied docs/examples into namespace {}: {}",
+        ns.name(),
+        applied.join(", ")
+    );
     for pod in ["cuda-job-1", "cuda-job-2"] {
         a30.wait_prepared_in(ns.name(), pod).await;
     }

@@ -5,19 +5,20 @@ use std::collections::BTreeMap;
 
 use gpu_api::PhysicalGPU;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
-use kube::api::{DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
-use kube::discovery::{self, Scope};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use serde::Deserialize;
 use serde_json::Value;
 use testbed::TestNamespace;
 
 use crate::plugin_node::PluginNode;
-use crate::support::components::repo_root;
+use crate::support::examples::documented_examples;
 
 pub async fn inventory(ns: &TestNamespace, nodes: &[&PluginNode]) {
     println!("\n== PhysicalGPUs (kubectl get physicalgpus)");
-    println!("{:<40} {:<16} {:<14} {:<12} {:<11} {:<15} MIG", "NAME", "MODEL", "PCI", "DRIVER", "DriverReady", "HardwareHealthy");
+    println!(
+        "{:<40} {:<16} {:<14} {:<12} {:<11} {:<15} MIG",
+        "NAME", "MODEL", "PCI", "DRIVER", "DriverReady", "HardwareHealthy"
+    );
     let gpus = Api::<PhysicalGPU>::all(ns.client());
     for node in nodes {
         for name in &node.s.names {
@@ -50,18 +51,29 @@ pub async fn slices(ns: &TestNamespace, nodes: &[&PluginNode]) {
         let name = node.s.node.name();
         let fields = format!("spec.nodeName={name}");
         // Wait for the whole generation: the publisher applies a pool slice by slice.
-        let list = testbed::wait_until(&format!("the pool of {name}"), std::time::Duration::from_secs(60), || async {
-            let list = api.list(&ListParams::default().fields(&fields)).await?;
-            let complete = list.items.first().is_some_and(|first| {
-                let pool = &first.spec.pool;
-                list.items.len() as i64 == pool.resource_slice_count
-                    && list.items.iter().all(|s| s.spec.pool.generation == pool.generation)
-            });
-            Ok(if complete { testbed::Progress::Done(list) } else { testbed::Progress::Pending(format!("{} slices", list.items.len())) })
-        })
+        let list = testbed::wait_until(
+            &format!("the pool of {name}"),
+            std::time::Duration::from_secs(60),
+            || async {
+                let list = api.list(&ListParams::default().fields(&fields)).await?;
+                let complete = list.items.first().is_some_and(|first| {
+                    let pool = &first.spec.pool;
+                    list.items.len() as i64 == pool.resource_slice_count
+                        && list.items.iter().all(|s| s.spec.pool.generation == pool.generation)
+                });
+                Ok(if complete {
+                    testbed::Progress::Done(list)
+                } else {
+                    testbed::Progress::Pending(format!("{} slices", list.items.len()))
+                })
+            },
+        )
         .await
         .unwrap();
-        println!("\n== ResourceSlices of node {name} (pool gpus/{name}): {} slices", list.items.len());
+        println!(
+            "\n== ResourceSlices of node {name} (pool gpus/{name}): {} slices",
+            list.items.len()
+        );
         for slice in &list.items {
             let devices = slice.spec.devices.as_deref().unwrap_or_default();
             let counter_sets = slice.spec.shared_counters.as_deref().unwrap_or_default();
@@ -83,33 +95,18 @@ pub async fn slices(ns: &TestNamespace, nodes: &[&PluginNode]) {
 /// Server-side applies every manifest of `docs/examples` into the namespace (cluster-scoped ones as
 /// they are); returns `Kind/name` of each.
 pub async fn apply_examples(ns: &TestNamespace) -> Vec<String> {
-    let client = ns.client();
-    let mut files: Vec<_> = std::fs::read_dir(repo_root().join("docs/examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    // DeviceClasses first, as an admin would: the scheduler does not look again at a Pod whose
-    // extended resource had no DeviceClass when it was first tried (it stays "Insufficient").
-    files.sort_by_key(|path| (!path.file_name().unwrap().to_string_lossy().starts_with("deviceclass"), path.clone()));
     let mut applied = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        for document in serde_yaml::Deserializer::from_str(&text) {
-            let object = DynamicObject::deserialize(document).unwrap();
-            let types = object.types.clone().unwrap();
-            let (group, version) = types.api_version.split_once('/').unwrap_or(("", &types.api_version));
-            let gvk = GroupVersionKind::gvk(group, version, &types.kind);
-            let (resource, caps) = discovery::pinned_kind(&client, &gvk).await.unwrap();
-            let api: Api<DynamicObject> = match caps.scope {
-                Scope::Namespaced => Api::namespaced_with(client.clone(), ns.name(), &resource),
-                Scope::Cluster => Api::all_with(client.clone(), &resource),
-            };
-            let name = object.name_any();
-            api.patch(&name, &PatchParams::apply("gpu-demo").force(), &Patch::Apply(&object))
-                .await
-                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            applied.push(format!("{}/{name}", types.kind));
-        }
+    for example in documented_examples(ns).await {
+        example
+            .api
+            .patch(
+                &example.object.name_any(),
+                &PatchParams::apply("gpu-demo").force(),
+                &Patch::Apply(&example.object),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", example.file.display()));
+        applied.push(example.label);
     }
     applied
 }
@@ -126,8 +123,17 @@ pub async fn claims(ns: &TestNamespace, nodes: &[&PluginNode]) {
             .and_then(|d| d.results.clone())
             .unwrap_or_default();
         let devices: Vec<String> = results.iter().map(|r| format!("{}/{}", r.pool, r.device)).collect();
-        let owner = claim.owner_references().first().map(|o| o.name.clone()).unwrap_or_default();
-        println!("   claim {:<36} of pod {:<12} -> {}", claim.name_any(), owner, devices.join(", "));
+        let owner = claim
+            .owner_references()
+            .first()
+            .map(|o| o.name.clone())
+            .unwrap_or_default();
+        println!(
+            "   claim {:<36} of pod {:<12} -> {}",
+            claim.name_any(),
+            owner,
+            devices.join(", ")
+        );
         for node in nodes {
             if let Some(prepared) = node.kubelet.prepared(ns.name(), &owner)
                 && let Some(ids) = prepared.get(&claim.name_any())
@@ -142,16 +148,35 @@ pub fn cdi_files(nodes: &[&PluginNode]) {
     for node in nodes {
         let dir = node.host().join("var/run/cdi");
         println!("\n== CDI specs written on {} ({})", node.s.node.name(), dir.display());
-        let mut files: Vec<_> = std::fs::read_dir(&dir).into_iter().flatten().map(|e| e.unwrap().path()).collect();
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .map(|e| e.unwrap().path())
+            .collect();
         files.sort();
         for file in files {
             let spec: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
             println!("   {}", file.file_name().unwrap().to_string_lossy());
             for device in spec["devices"].as_array().into_iter().flatten() {
                 let edits = &device["containerEdits"];
-                let nodes: Vec<&str> = edits["deviceNodes"].as_array().into_iter().flatten().filter_map(|n| n["path"].as_str()).collect();
-                let env: Vec<&str> = edits["env"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-                println!("      {}: env {:?}, device nodes {:?}", device["name"].as_str().unwrap_or(""), env, nodes);
+                let nodes: Vec<&str> = edits["deviceNodes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|n| n["path"].as_str())
+                    .collect();
+                let env: Vec<&str> = edits["env"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                println!(
+                    "      {}: env {:?}, device nodes {:?}",
+                    device["name"].as_str().unwrap_or(""),
+                    env,
+                    nodes
+                );
             }
         }
     }
@@ -166,18 +191,38 @@ pub fn mig_instances(nodes: &[&PluginNode]) {
                 .gpu_instances
                 .iter()
                 .map(|gi| {
-                    let uuid = gi.compute_instances.first().map(|ci| ci.uuid.as_str()).unwrap_or("no compute instance");
-                    format!("GI {} profile {} slices {}-{} ({uuid})", gi.id, gi.profile_id, gi.placement.start, gi.placement.start + gi.placement.size - 1)
+                    let uuid = gi
+                        .compute_instances
+                        .first()
+                        .map(|ci| ci.uuid.as_str())
+                        .unwrap_or("no compute instance");
+                    format!(
+                        "GI {} profile {} slices {}-{} ({uuid})",
+                        gi.id,
+                        gi.profile_id,
+                        gi.placement.start,
+                        gi.placement.start + gi.placement.size - 1
+                    )
                 })
                 .collect();
-            per_card.insert(format!("{card} MIG {}", if gpu.mig_current { "on" } else { "off" }), instances);
+            per_card.insert(
+                format!("{card} MIG {}", if gpu.mig_current { "on" } else { "off" }),
+                instances,
+            );
         }
         println!("\n== MIG instances in the mock NVML of {}", node.s.node.name());
         if per_card.is_empty() {
             println!("   none: no card of this node was partitioned");
         }
         for (card, instances) in per_card {
-            println!("   {card}: {}", if instances.is_empty() { "none".to_owned() } else { instances.join("; ") });
+            println!(
+                "   {card}: {}",
+                if instances.is_empty() {
+                    "none".to_owned()
+                } else {
+                    instances.join("; ")
+                }
+            );
         }
     }
 }

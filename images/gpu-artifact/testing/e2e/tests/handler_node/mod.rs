@@ -28,6 +28,8 @@ pub struct Setup {
     pub machine: &'static str,
     /// Every PhysicalGPU of the node (the first is `name`).
     pub names: Vec<String>,
+    /// The fixture host as built (it knows its devices, which the kernel emulator needs).
+    pub host: std::sync::Arc<HostTree>,
     pub handler_kubeconfig: PathBuf,
     _agent: ComponentProcess,
 }
@@ -45,7 +47,8 @@ pub async fn setup(test: &str, fixture: NamedHost) -> Setup {
     let node = ReadyNode::register(&ns, "gpu", BTreeMap::new()).await.unwrap();
     let ws = AgentWorkspace::new();
     std::fs::create_dir_all(ws.host_root()).unwrap();
-    fixture.build_into(&HostTree::at(&ws.host_root()));
+    let host = std::sync::Arc::new(HostTree::at(&ws.host_root()));
+    fixture.build_into(&host);
     let agent_kubeconfig = kubeconfig_for(&ns, "gpu-node-agent", node_agent_rules(), ws.dir.path()).await;
     let handler_kubeconfig = kubeconfig_for(&ns, "gpu-handler", handler_rules(), ws.dir.path()).await;
     let (agent, port) = start_agent(&ws, node.name(), &agent_kubeconfig);
@@ -56,10 +59,20 @@ pub async fn setup(test: &str, fixture: NamedHost) -> Setup {
         s["pciInfo"]["address"] == address
     })
     .await;
-    let cards = fixture.build().devices().iter().filter(|d| d.vendor == 0x10de && d.class >> 16 == 0x03).count();
-    let names: Vec<String> = (0..cards).map(|i| format!("{}-{i}-10de-{device}", node.name())).collect();
+    let cards = fixture
+        .build()
+        .devices()
+        .iter()
+        .filter(|d| d.vendor == 0x10de && d.class >> 16 == 0x03)
+        .count();
+    let names: Vec<String> = (0..cards)
+        .map(|i| format!("{}-{i}-10de-{device}", node.name()))
+        .collect();
     for other in &names[1..] {
-        wait_for(&gpus, other, "the agent's pciInfo", |s| s["pciInfo"]["address"].is_string()).await;
+        wait_for(&gpus, other, "the agent's pciInfo", |s| {
+            s["pciInfo"]["address"].is_string()
+        })
+        .await;
     }
     Setup {
         ns,
@@ -70,6 +83,7 @@ pub async fn setup(test: &str, fixture: NamedHost) -> Setup {
         address,
         machine,
         names,
+        host,
         handler_kubeconfig,
         _agent: agent,
     }
@@ -95,7 +109,11 @@ impl Setup {
             let patch = json!({"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "PhysicalGPU",
                 "metadata": {"name": name}, "status": {"conditions": [condition]}});
             self.gpus
-                .patch_status(name, &PatchParams::apply("gpu-controller").force(), &Patch::Apply(&patch))
+                .patch_status(
+                    name,
+                    &PatchParams::apply("gpu-controller").force(),
+                    &Patch::Apply(&patch),
+                )
                 .await
                 .unwrap();
         }

@@ -99,6 +99,7 @@ pub fn handler_rules() -> Vec<PolicyRule> {
         ),
         rule("resource.k8s.io", &["resourceclaims"], &["get"]),
         rule("", &["nodes"], &["get", "list", "watch"]),
+        rule("", &["pods"], &["get"]),
         rule("events.k8s.io", &["events"], &["create", "patch"]),
     ]
 }

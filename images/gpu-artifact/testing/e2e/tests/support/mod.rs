@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod components;
+pub mod examples;
 pub mod rendered_rbac;
 
 use std::time::Duration;

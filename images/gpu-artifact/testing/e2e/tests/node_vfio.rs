@@ -1,0 +1,193 @@
+//! VFIO passthrough end to end: the real scheduler allocates a whole A30, the kubelet simulator
+//! asks the handler to prepare it, and the handler moves the card to vfio-pci on the fixture host
+//! (the kernel's side of bind/unbind emulated by `KernelEmulator`, which also tells the node agent
+//! as the kernel would). Asked for by the Pod annotation or by a `VfioDeviceConfig` in the claim,
+//! as the virtualization platform sends it; refused for a MIG device, with the reason on the Pod.
+
+mod handler_node;
+mod plugin_node;
+mod support;
+
+use std::time::Duration;
+
+use host_fixtures::{KernelEmulator, NamedHost};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate};
+use kube::Api;
+use kube::api::{DeleteParams, ListParams};
+use plugin_node::PluginNode;
+use serde_json::{Value, json};
+use support::*;
+use testbed::{Progress, TestNamespace, wait_until};
+
+const A30: &str = "0000:01:00.0";
+
+async fn template(ns: &TestNamespace, name: &str, class: &str, config: Option<Value>) {
+    let mut spec = json!({"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class}}]}});
+    if let Some(parameters) = config {
+        spec["devices"]["config"] =
+            json!([{"requests": ["gpu"], "opaque": {"driver": DRIVER, "parameters": parameters}}]);
+    }
+    let template: ResourceClaimTemplate = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name}, "spec": {"spec": spec},
+    }))
+    .unwrap();
+    create(&ns.api::<ResourceClaimTemplate>(), &template).await;
+}
+
+fn vm_pod(name: &str, node: &str, template: &str, annotated: bool) -> Pod {
+    let mut pod = pod(
+        name,
+        node,
+        json!({"claims": [{"name": "gpu"}]}),
+        json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}),
+    );
+    if annotated {
+        pod.metadata.annotations = Some([("gpu.deckhouse.io/vfio".to_owned(), "true".to_owned())].into());
+    }
+    pod
+}
+
+async fn class(ns: &TestNamespace, name: &str, device_type: &str) -> String {
+    let expression = format!(
+        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "{device_type}""#
+    );
+    let class = device_class(ns, name, &expression, None);
+    create(&Api::<DeviceClass>::all(ns.client()), &class).await;
+    class.metadata.name.unwrap()
+}
+
+/// The emulated kernel for the node's fixture host, telling the node agent about binding changes.
+fn kernel(node: &PluginNode) -> KernelEmulator {
+    KernelEmulator::start_with_uevents(node.s.host.clone(), node.s.ws.socket())
+}
+
+fn driver_of(node: &PluginNode, address: &str) -> Option<String> {
+    std::fs::read_link(node.host().join(format!("sys/bus/pci/devices/{address}/driver")))
+        .ok()
+        .and_then(|target| target.file_name().map(|n| n.to_string_lossy().into_owned()))
+}
+
+async fn prepared_on_vfio(node: &PluginNode, pod: &str) -> Value {
+    let ns = &node.s.ns;
+    let prepared = node.wait_prepared(pod).await;
+    let claim_name = prepared.keys().next().unwrap().clone();
+    let uid = ns
+        .api::<k8s_openapi::api::resource::v1::ResourceClaim>()
+        .get(&claim_name)
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    assert_eq!(
+        driver_of(node, A30).as_deref(),
+        Some("vfio-pci"),
+        "the card is on vfio-pci"
+    );
+    let spec: Value = serde_json::from_str(&std::fs::read_to_string(node.cdi_file(&uid)).unwrap()).unwrap();
+    let text = spec.to_string();
+    assert!(
+        text.contains("/dev/vfio/13") && text.contains("/dev/vfio/vfio"),
+        "{spec:#}"
+    );
+    assert!(text.contains("NVIDIA_VISIBLE_DEVICES=void"), "{spec:#}");
+    let payload_path = node
+        .host()
+        .join(format!("var/lib/kubelet/plugins/gpu.deckhouse.io/vfio/{uid}.json"));
+    let payload: Value = serde_json::from_str(&std::fs::read_to_string(&payload_path).unwrap()).unwrap();
+    assert_eq!(
+        payload["claim"],
+        json!({"namespace": ns.name(), "name": claim_name, "uid": uid})
+    );
+    assert_eq!(payload["pods"][0]["name"], pod);
+    let device = &payload["devices"][0];
+    assert_eq!(
+        (
+            &device["pciAddress"],
+            &device["iommuGroup"],
+            &device["vendorId"],
+            &device["deviceId"]
+        ),
+        (&json!(A30), &json!(13), &json!("10de"), &json!("20b7"))
+    );
+    json!({"uid": uid, "payload": payload_path.display().to_string()})
+}
+
+async fn leaves_and_gives_the_card_back(node: &PluginNode, pod: &str, prepared: &Value) {
+    node.s
+        .ns
+        .api::<Pod>()
+        .delete(pod, &DeleteParams::default())
+        .await
+        .unwrap();
+    node.wait_pod_gone(pod).await;
+    assert_eq!(
+        driver_of(node, A30).as_deref(),
+        Some("nvidia"),
+        "unprepare rebinds the original driver"
+    );
+    assert!(!std::path::Path::new(prepared["payload"].as_str().unwrap()).exists());
+    assert!(!node.cdi_file(prepared["uid"].as_str().unwrap()).exists());
+    node.wait_offered("gpu0").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_annotated_for_vfio_gets_the_card_on_vfio_pci_and_gives_it_back() {
+    let node = PluginNode::start("vfio-annotation", NamedHost::A30Pcie, &[]).await;
+    let _kernel = kernel(&node);
+    let ns = &node.s.ns;
+    let whole = class(ns, "whole", "Physical").await;
+    template(ns, "whole-card", &whole, None).await;
+    create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "whole-card", true)).await;
+    let prepared = prepared_on_vfio(&node, "vm").await;
+    leaves_and_gives_the_card_back(&node, "vm", &prepared).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_virtual_machine_claim_with_vfio_device_config_is_prepared_as_vfio() {
+    let node = PluginNode::start("vfio-config", NamedHost::A30Pcie, &[]).await;
+    let _kernel = kernel(&node);
+    let ns = &node.s.ns;
+    let whole = class(ns, "whole", "Physical").await;
+    // Exactly what the virtualization platform sends.
+    let config = json!({"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"});
+    template(ns, "vm-gpu", &whole, Some(config)).await;
+    create(
+        &ns.api::<Pod>(),
+        &vm_pod("virt-launcher", node.s.node.name(), "vm-gpu", false),
+    )
+    .await;
+    let prepared = prepared_on_vfio(&node, "virt-launcher").await;
+    leaves_and_gives_the_card_back(&node, "virt-launcher", &prepared).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vfio_for_a_mig_device_is_refused_and_the_pod_says_why() {
+    let node = PluginNode::start("vfio-mig", NamedHost::A30Pcie, &[]).await;
+    let _kernel = kernel(&node);
+    let ns = &node.s.ns;
+    let mig = class(ns, "mig", "MIG").await;
+    template(ns, "mig", &mig, None).await;
+    create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "mig", true)).await;
+    let events = Api::<Event>::namespaced(ns.client(), ns.name());
+    let message = wait_until("a PrepareFailed event on the pod", Duration::from_secs(60), || async {
+        let list = events.list(&ListParams::default()).await?;
+        let found = list.items.iter().find(|e| {
+            e.reason.as_deref() == Some("PrepareFailed")
+                && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Pod")
+        });
+        Ok(match found {
+            Some(event) => Progress::Done(event.note.clone().unwrap_or_default()),
+            None => Progress::Pending(format!("{} events", list.items.len())),
+        })
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", node.handler.log()));
+    assert!(message.to_lowercase().contains("vfio"), "{message}");
+    assert!(node.kubelet.prepared(ns.name(), "vm").is_none());
+    assert_eq!(driver_of(&node, A30).as_deref(), Some("nvidia"), "nothing moved");
+    assert!(node.mig_instances().is_empty(), "no MIG instance was left behind");
+}
