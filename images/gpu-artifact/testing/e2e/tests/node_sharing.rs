@@ -239,3 +239,23 @@ async fn timeslicing_and_mps_never_share_a_card() {
         tools.calls()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_asking_for_vfio_is_refused_and_the_pod_says_why() {
+    let (node, tools) = shared_node("share-vfio", &["gpu.deckhouse.io/allow-mps"]).await;
+    node.wait_offered("gpu0-mps").await;
+    let ns = &node.s.ns;
+    let class = sharing_class(ns, "MPS").await;
+    share_template(ns, "mps-40", &class, 40).await;
+    let mut vm = share_pod("vm", node.s.node.name(), "mps-40");
+    vm.metadata.annotations = Some([("gpu.deckhouse.io/vfio".to_owned(), "true".to_owned())].into());
+    create(&ns.api::<Pod>(), &vm).await;
+    let message = node.wait_prepare_failure_on_pod().await;
+    assert!(message.to_lowercase().contains("vfio"), "{message}");
+    assert!(node.kubelet.prepared(ns.name(), "vm").is_none());
+    assert!(
+        mps_verbs(&tools).is_empty(),
+        "no daemon was started: {:?}",
+        tools.calls()
+    );
+}

@@ -8,18 +8,15 @@ mod handler_node;
 mod plugin_node;
 mod support;
 
-use std::time::Duration;
-
 use host_fixtures::{KernelEmulator, NamedHost};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate};
 use kube::Api;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::DeleteParams;
 use plugin_node::PluginNode;
 use serde_json::{Value, json};
 use support::*;
-use testbed::{Progress, TestNamespace, wait_until};
+use testbed::TestNamespace;
 
 const A30: &str = "0000:01:00.0";
 
@@ -172,22 +169,24 @@ async fn vfio_for_a_mig_device_is_refused_and_the_pod_says_why() {
     let mig = class(ns, "mig", "MIG").await;
     template(ns, "mig", &mig, None).await;
     create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "mig", true)).await;
-    let events = Api::<Event>::namespaced(ns.client(), ns.name());
-    let message = wait_until("a PrepareFailed event on the pod", Duration::from_secs(60), || async {
-        let list = events.list(&ListParams::default()).await?;
-        let found = list.items.iter().find(|e| {
-            e.reason.as_deref() == Some("PrepareFailed")
-                && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Pod")
-        });
-        Ok(match found {
-            Some(event) => Progress::Done(event.note.clone().unwrap_or_default()),
-            None => Progress::Pending(format!("{} events", list.items.len())),
-        })
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", node.handler.log()));
+    let message = node.wait_prepare_failure_on_pod().await;
     assert!(message.to_lowercase().contains("vfio"), "{message}");
     assert!(node.kubelet.prepared(ns.name(), "vm").is_none());
     assert_eq!(driver_of(&node, A30).as_deref(), Some("nvidia"), "nothing moved");
     assert!(node.mig_instances().is_empty(), "no MIG instance was left behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vfio_on_a_virtual_machine_node_is_refused_and_the_pod_says_why() {
+    const GUEST_A30: &str = "0000:06:00.0";
+    let node = PluginNode::start("vfio-vm-node", NamedHost::VmQemu, &[]).await;
+    let _kernel = kernel(&node);
+    let ns = &node.s.ns;
+    let whole = class(ns, "whole", "Physical").await;
+    template(ns, "whole-card", &whole, None).await;
+    create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "whole-card", true)).await;
+    let message = node.wait_prepare_failure_on_pod().await;
+    assert!(message.contains("bare"), "the reason names bare metal: {message}");
+    assert!(node.kubelet.prepared(ns.name(), "vm").is_none());
+    assert_eq!(driver_of(&node, GUEST_A30).as_deref(), Some("nvidia"), "nothing moved");
 }

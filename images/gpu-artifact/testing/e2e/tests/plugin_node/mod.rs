@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::Api;
 use kube::api::ListParams;
@@ -150,6 +151,26 @@ impl PluginNode {
         })
         .await
         .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", self.handler.log()));
+    }
+
+    /// Waits for the handler's `PrepareFailed` Event on a Pod of this node's namespace; returns its
+    /// message (what the user reads in `kubectl describe pod`).
+    pub async fn wait_prepare_failure_on_pod(&self) -> String {
+        let ns = &self.s.ns;
+        let events = Api::<Event>::namespaced(ns.client(), ns.name());
+        wait_until("a PrepareFailed event on the pod", Duration::from_secs(60), || async {
+            let list = events.list(&ListParams::default()).await?;
+            let found = list.items.iter().find(|e| {
+                e.reason.as_deref() == Some("PrepareFailed")
+                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Pod")
+            });
+            Ok(match found {
+                Some(event) => Progress::Done(event.note.clone().unwrap_or_default()),
+                None => Progress::Pending(format!("{} events", list.items.len())),
+            })
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", self.handler.log()))
     }
 
     /// Placements (start, size) of the MIG instances on the card, from the mock's state.
