@@ -8,8 +8,8 @@
 //! 1.34). It stops when the test process exits; its state stays in
 //! `.testbed/slice-publication-gates-off-<release>` until the next run.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
+
 use std::time::Duration;
 
 use component_base::Shutdown;
@@ -17,13 +17,13 @@ use dra_offers::DeviceCatalog;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::ResourceSlice;
+use kube::Api;
 use kube::api::{ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::ObjectMeta;
-use kube::{Api, Client, Config};
 use prometheus_client::registry::Registry;
 use slice_publication::{PublicationMetrics, PublisherConfig};
-use testbed::{Progress, TestCluster, wait_until};
+use support::gated_cluster::cluster_with_gates;
+use testbed::{Progress, wait_until};
 use tokio::sync::watch;
 
 #[path = "../../../crates/dra-offers/tests/support/mock_cards.rs"]
@@ -34,63 +34,17 @@ use mock_cards::mock_cards;
 const DRIVER: &str = "gpu.deckhouse.io";
 const NODE: &str = "gates-off-a30x2";
 
-/// Which release to start, and its DRA gates with `DRAPartitionableDevices` off (it defaults to on
-/// from 1.36, so the newest release needs it spelled out).
-async fn release_and_gates() -> (String, &'static str) {
-    let release = if std::env::var_os("GPU_TESTBED_KUBECONFIG").is_some() {
-        let minor = TestCluster::get().await.unwrap().server_minor().await.unwrap();
-        if minor <= 34 {
-            "1.34".to_owned()
-        } else {
-            "latest".to_owned()
-        }
-    } else {
-        std::env::var("K8S").unwrap_or_else(|_| "1.34".into())
-    };
-    let gates = if release == "1.34" {
-        "DRAConsumableCapacity=true,DRAExtendedResource=true"
-    } else {
-        "DRAPartitionableDevices=false,DRAConsumableCapacity=true"
-    };
-    (release, gates)
-}
-
-/// Starts the control plane with `gates`; returns a client of it.
-async fn gates_off_cluster() -> Client {
-    let (release, gates) = release_and_gates().await;
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../..");
-    // One directory per release: cluster-up.sh clears it, so runs do not pile up state.
-    let dir = repo
-        .join(".testbed")
-        .join(format!("slice-publication-gates-off-{release}"));
-    let script = repo.join("tools/testbed/cluster-up.sh");
-    let kubeconfig = tokio::task::spawn_blocking(move || -> PathBuf {
-        let output = Command::new(script)
-            .arg(&release)
-            .env("TESTBED_DIR", &dir)
-            .env("TESTBED_OWNER_PID", std::process::id().to_string())
-            .env("TESTBED_FEATURE_GATES", gates)
-            .output()
-            .expect("run cluster-up.sh");
-        assert!(
-            output.status.success(),
-            "cluster-up.sh {release} with {gates} failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
-    })
-    .await
-    .unwrap();
-    let kubeconfig = Kubeconfig::read_from(&kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_counters_leave_whole_gpus_only_with_an_event_and_a_metric() {
-    let client = gates_off_cluster().await;
+    let client = cluster_with_gates("slice-publication-gates-off", |release| {
+        // DRAPartitionableDevices defaults to on from 1.36, so the newest release spells it out.
+        if release == "1.34" {
+            "DRAConsumableCapacity=true,DRAExtendedResource=true"
+        } else {
+            "DRAPartitionableDevices=false,DRAConsumableCapacity=true"
+        }
+    })
+    .await;
     let node = Node {
         metadata: ObjectMeta {
             name: Some(NODE.into()),

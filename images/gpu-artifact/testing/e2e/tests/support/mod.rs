@@ -5,6 +5,7 @@
 
 pub mod components;
 pub mod examples;
+pub mod gated_cluster;
 pub mod rendered_rbac;
 
 use std::time::Duration;

@@ -1,0 +1,131 @@
+//! The publisher against an API server whose `DRAConsumableCapacity` gate is off: the server drops
+//! `allowMultipleAllocations` and capacity `requestPolicy`, so a shared offer would become an
+//! exclusive card that one claim takes whole. The publisher must notice on read-back and leave no
+//! shared offer (MIG and whole cards stay, their counters kept), a `SharingUnsupported` Warning on
+//! the Node and `gpu_handler_offers_reduced{reason="SharingDropped"} 1`.
+
+mod support;
+
+use std::time::Duration;
+
+use component_base::Shutdown;
+use dra_offers::DeviceCatalog;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::ResourceSlice;
+use kube::Api;
+use kube::api::{ListParams, PostParams};
+use prometheus_client::registry::Registry;
+use serde_json::json;
+use slice_publication::{PublicationMetrics, PublisherConfig};
+use support::gated_cluster::cluster_with_gates;
+use testbed::{Progress, wait_until};
+use tokio::sync::watch;
+
+#[path = "../../../crates/dra-offers/tests/support/mock_cards.rs"]
+mod mock_cards;
+
+const NODE: &str = "sharing-off-a30";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_sharing_fields_leave_no_shared_offer_with_an_event_and_a_metric() {
+    let client = cluster_with_gates("slice-publication-sharing-off", |release| {
+        // DRAConsumableCapacity is alpha (off) in 1.34 and beta (on) from 1.36.
+        if release == "1.34" {
+            "DRAPartitionableDevices=true,DRAExtendedResource=true"
+        } else {
+            "DRAPartitionableDevices=true,DRAConsumableCapacity=false"
+        }
+    })
+    .await;
+    let node: Node = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": NODE, "labels": {"gpu.deckhouse.io/allow-mps": "true"}},
+    }))
+    .unwrap();
+    Api::<Node>::all(client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .unwrap();
+
+    let cards = mock_cards::mock_cards("a30.yaml", NODE, "20b7", "a30-pcie");
+    let (_cards, cards_receiver) = watch::channel(cards);
+    let (catalog_sender, mut catalog) = watch::channel(DeviceCatalog::new());
+    let mut registry = Registry::default();
+    let metrics = PublicationMetrics::register(&mut registry);
+    let shutdown = Shutdown::new();
+    let config = PublisherConfig {
+        node_name: NODE.into(),
+        driver_name: "gpu.deckhouse.io".into(),
+        field_manager: "gpu-handler".into(),
+        mig_offers: true,
+    };
+    let task = tokio::spawn(slice_publication::run(
+        client.clone(),
+        config,
+        cards_receiver,
+        catalog_sender,
+        metrics,
+        shutdown.clone(),
+    ));
+
+    // The catalog settles without the shared offer, MIG still there.
+    let published = tokio::time::timeout(
+        Duration::from_secs(60),
+        catalog.wait_for(|c| c.contains_key("gpu0") && !c.contains_key("gpu0-mps")),
+    )
+    .await
+    .expect("the fallback is published within 60 s")
+    .unwrap()
+    .clone();
+    assert!(published.keys().any(|name| name.contains("-mig-")), "{published:?}");
+
+    let params = ListParams::default().fields(&format!("spec.nodeName={NODE}"));
+    let slices: Vec<ResourceSlice> = Api::<ResourceSlice>::all(client.clone())
+        .list(&params)
+        .await
+        .unwrap()
+        .items;
+    let devices: Vec<_> = slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).collect();
+    assert!(
+        devices.iter().all(|d| !d.name.ends_with("-mps")),
+        "no shared offer is stored"
+    );
+    assert!(devices.iter().all(|d| d.allow_multiple_allocations.is_none()));
+    assert!(
+        devices.iter().any(|d| d.consumes_counters.is_some()),
+        "counters are kept"
+    );
+
+    let events = Api::<Event>::namespaced(client.clone(), "default");
+    let note = wait_until(
+        "the SharingUnsupported Event on the Node",
+        Duration::from_secs(30),
+        || async {
+            let found = events.list(&ListParams::default()).await?.items.into_iter().find(|e| {
+                e.reason.as_deref() == Some("SharingUnsupported")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(NODE)
+            });
+            Ok(match found {
+                Some(event) => Progress::Done(event.note.unwrap_or_default()),
+                None => Progress::Pending("no such Event yet".into()),
+            })
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        note.contains("DRAConsumableCapacity"),
+        "the note names the gate: {note}"
+    );
+
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains("gpu_handler_offers_reduced{reason=\"SharingDropped\"} 1"),
+        "{text}"
+    );
+
+    shutdown.trigger();
+    task.await.unwrap().unwrap();
+}
