@@ -4,86 +4,31 @@
 //! version; a removed card and `allow-mig=false` bump the generation and leave no stale slice; a
 //! restart with the same input writes nothing.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use component_base::Shutdown;
 use dra_offers::{CardOffering, DeviceCatalog, pool_name};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use slice_publication::{PublicationMetrics, PublisherConfig};
+use support::DRIVER;
+use support::publisher::RunningPublisher;
 use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 #[path = "../../../crates/dra-offers/tests/support/mock_cards.rs"]
 mod mock_cards;
 
 use mock_cards::mock_cards;
 
-const DRIVER: &str = "gpu.deckhouse.io";
 /// Devices of one H100 SXM5: the whole card and 25 MIG placements.
 const H100_OFFERS: usize = 26;
 
 /// The fixture's cards as the handler would hand them over, indexed by sorted PCI address.
 fn cards(fixture: &str, node: &str) -> Vec<CardOffering> {
     mock_cards(fixture, node, "2330", "h100-sxm5-80gb")
-}
-
-/// A publisher running in this test's runtime, as gpu-handler wires it.
-struct RunningPublisher {
-    task: JoinHandle<anyhow::Result<()>>,
-    shutdown: Shutdown,
-    cards: watch::Sender<Vec<CardOffering>>,
-    catalog: watch::Receiver<DeviceCatalog>,
-    metrics: PublicationMetrics,
-}
-
-impl RunningPublisher {
-    fn start(client: Client, node: &str, cards: Vec<CardOffering>) -> Self {
-        let (cards_sender, cards_receiver) = watch::channel(cards);
-        let (catalog_sender, catalog) = watch::channel(DeviceCatalog::new());
-        let metrics = PublicationMetrics::register(&mut prometheus_client::registry::Registry::default());
-        let shutdown = Shutdown::new();
-        let config = PublisherConfig {
-            node_name: node.to_owned(),
-            driver_name: DRIVER.into(),
-            field_manager: "gpu-handler".into(),
-            mig_offers: true,
-        };
-        let task = tokio::spawn(slice_publication::run(
-            client,
-            config,
-            cards_receiver,
-            catalog_sender,
-            metrics.clone(),
-            shutdown.clone(),
-        ));
-        Self {
-            task,
-            shutdown,
-            cards: cards_sender,
-            catalog,
-            metrics,
-        }
-    }
-
-    /// Waits until the published catalog has `devices` entries.
-    async fn published(&mut self, devices: usize) -> DeviceCatalog {
-        tokio::time::timeout(Duration::from_secs(60), self.catalog.wait_for(|c| c.len() == devices))
-            .await
-            .unwrap_or_else(|_| panic!("{devices} devices published within 60 s"))
-            .expect("the publisher is running")
-            .clone()
-    }
-
-    async fn stop(self) {
-        self.shutdown.trigger();
-        let result = self.task.await.expect("the publisher task does not panic");
-        result.expect("the publisher ends cleanly");
-    }
 }
 
 async fn stored_slices(client: &Client, node: &str) -> Vec<ResourceSlice> {

@@ -12,26 +12,21 @@ mod support;
 
 use std::time::Duration;
 
-use component_base::Shutdown;
-use dra_offers::DeviceCatalog;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use kube::core::ObjectMeta;
-use prometheus_client::registry::Registry;
-use slice_publication::{PublicationMetrics, PublisherConfig};
 use support::gated_cluster::cluster_with_gates;
+use support::publisher::RunningPublisher;
 use testbed::{Progress, wait_until};
-use tokio::sync::watch;
 
 #[path = "../../../crates/dra-offers/tests/support/mock_cards.rs"]
 mod mock_cards;
 
 use mock_cards::mock_cards;
 
-const DRIVER: &str = "gpu.deckhouse.io";
 const NODE: &str = "gates-off-a30x2";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,35 +53,14 @@ async fn dropped_counters_leave_whole_gpus_only_with_an_event_and_a_metric() {
         .unwrap();
 
     let cards = mock_cards("a30-x2.yaml", NODE, "20b7", "a30-pcie");
-    let (_cards, cards_receiver) = watch::channel(cards);
-    let (catalog_sender, mut catalog) = watch::channel(DeviceCatalog::new());
-    let mut registry = Registry::default();
-    let metrics = PublicationMetrics::register(&mut registry);
-    let shutdown = Shutdown::new();
-    let config = PublisherConfig {
-        node_name: NODE.into(),
-        driver_name: DRIVER.into(),
-        field_manager: "gpu-handler".into(),
-        mig_offers: true,
-    };
-    let task = tokio::spawn(slice_publication::run(
-        client.clone(),
-        config,
-        cards_receiver,
-        catalog_sender,
-        metrics,
-        shutdown.clone(),
-    ));
+    let mut publisher = RunningPublisher::start(client.clone(), NODE, cards);
 
     // The catalog settles on the two whole cards.
-    let published = tokio::time::timeout(
-        Duration::from_secs(60),
-        catalog.wait_for(|c| !c.is_empty() && c.keys().all(|name| !name.contains("-mig-"))),
-    )
-    .await
-    .expect("the fallback is published within 60 s")
-    .unwrap()
-    .clone();
+    let published = publisher
+        .published_when("the fallback is published within 60 s", |c| {
+            !c.is_empty() && c.keys().all(|name| !name.contains("-mig-"))
+        })
+        .await;
     assert_eq!(published.keys().collect::<Vec<_>>(), ["gpu0", "gpu1"]);
 
     // What the server stores: one complete generation of whole cards, no counter field anywhere.
@@ -139,13 +113,11 @@ async fn dropped_counters_leave_whole_gpus_only_with_an_event_and_a_metric() {
     }
 
     // And the metric a dashboard alerts on.
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let text = publisher.metrics_text();
     assert!(
         text.contains("gpu_handler_offers_reduced{reason=\"CountersDropped\"} 1"),
         "{text}"
     );
 
-    shutdown.trigger();
-    task.await.unwrap().unwrap();
+    publisher.stop().await;
 }

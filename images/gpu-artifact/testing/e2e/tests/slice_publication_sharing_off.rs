@@ -8,19 +8,15 @@ mod support;
 
 use std::time::Duration;
 
-use component_base::Shutdown;
-use dra_offers::DeviceCatalog;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
-use prometheus_client::registry::Registry;
 use serde_json::json;
-use slice_publication::{PublicationMetrics, PublisherConfig};
 use support::gated_cluster::cluster_with_gates;
+use support::publisher::RunningPublisher;
 use testbed::{Progress, wait_until};
-use tokio::sync::watch;
 
 #[path = "../../../crates/dra-offers/tests/support/mock_cards.rs"]
 mod mock_cards;
@@ -49,35 +45,14 @@ async fn dropped_sharing_fields_leave_no_shared_offer_with_an_event_and_a_metric
         .unwrap();
 
     let cards = mock_cards::mock_cards("a30.yaml", NODE, "20b7", "a30-pcie");
-    let (_cards, cards_receiver) = watch::channel(cards);
-    let (catalog_sender, mut catalog) = watch::channel(DeviceCatalog::new());
-    let mut registry = Registry::default();
-    let metrics = PublicationMetrics::register(&mut registry);
-    let shutdown = Shutdown::new();
-    let config = PublisherConfig {
-        node_name: NODE.into(),
-        driver_name: "gpu.deckhouse.io".into(),
-        field_manager: "gpu-handler".into(),
-        mig_offers: true,
-    };
-    let task = tokio::spawn(slice_publication::run(
-        client.clone(),
-        config,
-        cards_receiver,
-        catalog_sender,
-        metrics,
-        shutdown.clone(),
-    ));
+    let mut publisher = RunningPublisher::start(client.clone(), NODE, cards);
 
     // The catalog settles without the shared offer, MIG still there.
-    let published = tokio::time::timeout(
-        Duration::from_secs(60),
-        catalog.wait_for(|c| c.contains_key("gpu0") && !c.contains_key("gpu0-mps")),
-    )
-    .await
-    .expect("the fallback is published within 60 s")
-    .unwrap()
-    .clone();
+    let published = publisher
+        .published_when("the fallback is published within 60 s", |c| {
+            c.contains_key("gpu0") && !c.contains_key("gpu0-mps")
+        })
+        .await;
     assert!(published.keys().any(|name| name.contains("-mig-")), "{published:?}");
 
     let params = ListParams::default().fields(&format!("spec.nodeName={NODE}"));
@@ -119,13 +94,11 @@ async fn dropped_sharing_fields_leave_no_shared_offer_with_an_event_and_a_metric
         "the note names the gate: {note}"
     );
 
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let text = publisher.metrics_text();
     assert!(
         text.contains("gpu_handler_offers_reduced{reason=\"SharingDropped\"} 1"),
         "{text}"
     );
 
-    shutdown.trigger();
-    task.await.unwrap().unwrap();
+    publisher.stop().await;
 }

@@ -6,6 +6,7 @@
 pub mod components;
 pub mod examples;
 pub mod gated_cluster;
+pub mod publisher;
 pub mod rendered_rbac;
 
 use std::time::Duration;
