@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use host_fixtures::NamedHost;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim};
 use kube::Api;
 use kube::api::DeleteParams;
 use plugin_node::PluginNode;
@@ -22,26 +22,6 @@ use testbed::{Progress, TestNamespace, wait_until};
 fn class_expression(device_type: &str, extra: &str) -> String {
     format!(
         r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "{device_type}"{extra}"#
-    )
-}
-
-async fn claim_template(ns: &TestNamespace, name: &str, class: &str) {
-    let template: ResourceClaimTemplate = serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class}}]}}},
-    }))
-    .unwrap();
-    create(&ns.api::<ResourceClaimTemplate>(), &template).await;
-}
-
-/// A Pod on `node` whose one claim comes from `template`.
-fn templated_pod(name: &str, node: &str, template: &str) -> Pod {
-    pod(
-        name,
-        node,
-        json!({"claims": [{"name": "gpu"}]}),
-        json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}),
     )
 }
 
@@ -153,8 +133,8 @@ async fn mig_pods_share_a_card_at_separate_placements_and_the_whole_card_waits()
     let whole = device_class(ns, "whole", &class_expression("Physical", ""), None);
     create(&classes, &mig).await;
     create(&classes, &whole).await;
-    claim_template(ns, "mig-2g12gb", mig.metadata.name.as_deref().unwrap()).await;
-    claim_template(ns, "whole-card", whole.metadata.name.as_deref().unwrap()).await;
+    one_request_template(ns, "mig-2g12gb", json!({"deviceClassName": mig.metadata.name}), None).await;
+    one_request_template(ns, "whole-card", json!({"deviceClassName": whole.metadata.name}), None).await;
     let pods = ns.api::<Pod>();
     for name in ["mig-a", "mig-b"] {
         create(&pods, &templated_pod(name, node.s.node.name(), "mig-2g12gb")).await;
@@ -216,7 +196,7 @@ async fn a_handler_killed_mid_prepare_leaks_nothing_and_the_retry_completes() {
         None,
     );
     create(&Api::<DeviceClass>::all(ns.client()), &mig).await;
-    claim_template(ns, "mig-2g12gb", mig.metadata.name.as_deref().unwrap()).await;
+    one_request_template(ns, "mig-2g12gb", json!({"deviceClassName": mig.metadata.name}), None).await;
     create(
         &ns.api::<Pod>(),
         &templated_pod("job", node.s.node.name(), "mig-2g12gb"),

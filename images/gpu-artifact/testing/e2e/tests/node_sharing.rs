@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use host_fixtures::{NamedHost, ToolStandIns};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use plugin_node::PluginNode;
@@ -51,24 +51,11 @@ async fn sharing_class(ns: &TestNamespace, strategy: &str) -> String {
 }
 
 async fn share_template(ns: &TestNamespace, name: &str, class: &str, percent: u32) {
-    let template: ResourceClaimTemplate = serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": name},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-            "deviceClassName": class,
-            "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": percent.to_string()}},
-        }}]}}},
-    }))
-    .unwrap();
-    create(&ns.api::<ResourceClaimTemplate>(), &template).await;
-}
-
-fn share_pod(name: &str, node: &str, template: &str) -> Pod {
-    pod(
-        name,
-        node,
-        json!({"claims": [{"name": "gpu"}]}),
-        json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}),
-    )
+    let exactly = json!({
+        "deviceClassName": class,
+        "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": percent.to_string()}},
+    });
+    one_request_template(ns, name, exactly, None).await;
 }
 
 /// The consumed `sharePercent` and the CDI env of the Pod's one claim.
@@ -137,7 +124,7 @@ async fn two_mps_shares_fill_a_card_and_a_third_waits() {
     for percent in [30, 70] {
         create(
             &pods,
-            &share_pod(
+            &templated_pod(
                 &format!("share-{percent}"),
                 node.s.node.name(),
                 &format!("mps-{percent}"),
@@ -168,7 +155,7 @@ async fn two_mps_shares_fill_a_card_and_a_third_waits() {
     );
     assert!(tools.mps_daemon_running(&uuid));
 
-    create(&pods, &share_pod("share-50", node.s.node.name(), "mps-50")).await;
+    create(&pods, &templated_pod("share-50", node.s.node.name(), "mps-50")).await;
     let message = wait_until("the 50% share to be unschedulable", Duration::from_secs(60), || async {
         let message = scheduling_message(&pods.get("share-50").await?);
         Ok(if message.starts_with("Unschedulable") {
@@ -213,9 +200,9 @@ async fn timeslicing_and_mps_never_share_a_card() {
     share_template(ns, "mps", &mps, 50).await;
     share_template(ns, "slicing", &slicing, 50).await;
     let pods = ns.api::<Pod>();
-    create(&pods, &share_pod("mps", node.s.node.name(), "mps")).await;
+    create(&pods, &templated_pod("mps", node.s.node.name(), "mps")).await;
     node.wait_prepared("mps").await;
-    create(&pods, &share_pod("slicing", node.s.node.name(), "slicing")).await;
+    create(&pods, &templated_pod("slicing", node.s.node.name(), "slicing")).await;
     // However the scheduler decides (1.34 may miss the committed share's counters), the node never
     // runs both strategies on the card: watch for a while.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -247,7 +234,7 @@ async fn a_share_asking_for_vfio_is_refused_and_the_pod_says_why() {
     let ns = &node.s.ns;
     let class = sharing_class(ns, "MPS").await;
     share_template(ns, "mps-40", &class, 40).await;
-    let mut vm = share_pod("vm", node.s.node.name(), "mps-40");
+    let mut vm = templated_pod("vm", node.s.node.name(), "mps-40");
     vm.metadata.annotations = Some([("gpu.deckhouse.io/vfio".to_owned(), "true".to_owned())].into());
     create(&ns.api::<Pod>(), &vm).await;
     let message = node.wait_prepare_failure_on_pod().await;

@@ -10,7 +10,7 @@ mod support;
 
 use host_fixtures::{KernelEmulator, NamedHost};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate};
+use k8s_openapi::api::resource::v1::DeviceClass;
 use kube::Api;
 use kube::api::DeleteParams;
 use plugin_node::PluginNode;
@@ -20,27 +20,8 @@ use testbed::TestNamespace;
 
 const A30: &str = "0000:01:00.0";
 
-async fn template(ns: &TestNamespace, name: &str, class: &str, config: Option<Value>) {
-    let mut spec = json!({"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class}}]}});
-    if let Some(parameters) = config {
-        spec["devices"]["config"] =
-            json!([{"requests": ["gpu"], "opaque": {"driver": DRIVER, "parameters": parameters}}]);
-    }
-    let template: ResourceClaimTemplate = serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name}, "spec": {"spec": spec},
-    }))
-    .unwrap();
-    create(&ns.api::<ResourceClaimTemplate>(), &template).await;
-}
-
 fn vm_pod(name: &str, node: &str, template: &str, annotated: bool) -> Pod {
-    let mut pod = pod(
-        name,
-        node,
-        json!({"claims": [{"name": "gpu"}]}),
-        json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}),
-    );
+    let mut pod = templated_pod(name, node, template);
     if annotated {
         pod.metadata.annotations = Some([("gpu.deckhouse.io/vfio".to_owned(), "true".to_owned())].into());
     }
@@ -137,7 +118,7 @@ async fn a_pod_annotated_for_vfio_gets_the_card_on_vfio_pci_and_gives_it_back() 
     let _kernel = kernel(&node);
     let ns = &node.s.ns;
     let whole = class(ns, "whole", "Physical").await;
-    template(ns, "whole-card", &whole, None).await;
+    one_request_template(ns, "whole-card", json!({"deviceClassName": whole}), None).await;
     create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "whole-card", true)).await;
     let prepared = prepared_on_vfio(&node, "vm").await;
     leaves_and_gives_the_card_back(&node, "vm", &prepared).await;
@@ -151,7 +132,7 @@ async fn a_virtual_machine_claim_with_vfio_device_config_is_prepared_as_vfio() {
     let whole = class(ns, "whole", "Physical").await;
     // Exactly what the virtualization platform sends.
     let config = json!({"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"});
-    template(ns, "vm-gpu", &whole, Some(config)).await;
+    one_request_template(ns, "vm-gpu", json!({"deviceClassName": whole}), Some(config)).await;
     create(
         &ns.api::<Pod>(),
         &vm_pod("virt-launcher", node.s.node.name(), "vm-gpu", false),
@@ -167,7 +148,7 @@ async fn vfio_for_a_mig_device_is_refused_and_the_pod_says_why() {
     let _kernel = kernel(&node);
     let ns = &node.s.ns;
     let mig = class(ns, "mig", "MIG").await;
-    template(ns, "mig", &mig, None).await;
+    one_request_template(ns, "mig", json!({"deviceClassName": mig}), None).await;
     create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "mig", true)).await;
     let message = node.wait_prepare_failure_on_pod().await;
     assert!(message.to_lowercase().contains("vfio"), "{message}");
@@ -183,7 +164,7 @@ async fn vfio_on_a_virtual_machine_node_is_refused_and_the_pod_says_why() {
     let _kernel = kernel(&node);
     let ns = &node.s.ns;
     let whole = class(ns, "whole", "Physical").await;
-    template(ns, "whole-card", &whole, None).await;
+    one_request_template(ns, "whole-card", json!({"deviceClassName": whole}), None).await;
     create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "whole-card", true)).await;
     let message = node.wait_prepare_failure_on_pod().await;
     assert!(message.contains("bare"), "the reason names bare metal: {message}");

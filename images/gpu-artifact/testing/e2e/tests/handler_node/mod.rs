@@ -60,8 +60,7 @@ pub async fn setup(test: &str, fixture: NamedHost) -> Setup {
         s["pciInfo"]["address"] == address
     })
     .await;
-    let cards = fixture
-        .build()
+    let cards = host
         .devices()
         .iter()
         .filter(|d| d.vendor == 0x10de && d.class >> 16 == 0x03)

@@ -12,7 +12,7 @@ pub mod rendered_rbac;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
@@ -92,6 +92,32 @@ pub fn pod(name: &str, node: &str, container_resources: Value, extra: Value) -> 
     spec.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
     serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}))
         .expect("a valid Pod")
+}
+
+/// A Pod on `node` whose one claim, `gpu`, comes from the ResourceClaimTemplate `template`.
+pub fn templated_pod(name: &str, node: &str, template: &str) -> Pod {
+    pod(
+        name,
+        node,
+        json!({"claims": [{"name": "gpu"}]}),
+        json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}),
+    )
+}
+
+/// Creates a ResourceClaimTemplate with one request, `gpu`, whose `exactly` is `exactly` (at least
+/// a `deviceClassName`), and, when given, our driver's opaque config `parameters` for it.
+pub async fn one_request_template(ns: &TestNamespace, name: &str, exactly: Value, parameters: Option<Value>) {
+    let mut spec = json!({"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}});
+    if let Some(parameters) = parameters {
+        spec["devices"]["config"] =
+            json!([{"requests": ["gpu"], "opaque": {"driver": DRIVER, "parameters": parameters}}]);
+    }
+    let template: ResourceClaimTemplate = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name}, "spec": {"spec": spec},
+    }))
+    .expect("a valid ResourceClaimTemplate");
+    create(&ns.api::<ResourceClaimTemplate>(), &template).await;
 }
 
 pub async fn create<K>(api: &Api<K>, object: &K) -> K
