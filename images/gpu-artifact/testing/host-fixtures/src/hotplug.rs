@@ -49,8 +49,9 @@ impl HostTree {
         }
         let mut events = self.unbind_driver(address);
         let bound = current.with_driver(driver);
-        sysfs_layout::link_driver(self.root(), &bound, driver);
+        // The record first, the links last: whoever sees the `driver` link sees the whole binding.
         self.devices_mut().insert(address.to_string(), bound.clone());
+        sysfs_layout::link_driver(self.root(), &bound, driver);
         events.push(kernel_uevent(KernelAction::Bind, &bound, self.next_seqnum()));
         events
     }
@@ -61,9 +62,9 @@ impl HostTree {
         let Some(driver) = current.driver.clone() else {
             return Vec::new();
         };
-        sysfs_layout::unlink_driver(self.root(), &current, &driver);
-        let unbound = current.unbound();
+        let unbound = current.clone().unbound();
         self.devices_mut().insert(address.to_string(), unbound.clone());
+        sysfs_layout::unlink_driver(self.root(), &current, &driver);
         vec![kernel_uevent(KernelAction::Unbind, &unbound, self.next_seqnum())]
     }
 

@@ -53,17 +53,20 @@ pub(crate) fn link_driver(root: &Path, device: &FixtureDevice, driver: &str) {
     let devpath = device.devpath();
     let driver_dir = root.join("sys/bus/pci/drivers").join(driver);
     create_dir_all(&driver_dir);
+    // The device's `driver` link is what code waits on (the kernel emulator binds in a thread of its
+    // own), so it appears last, when everything else of the binding is in place.
+    link(&format!("../../../../{devpath}"), &driver_dir.join(&device.address));
     link(
         &format!("{}bus/pci/drivers/{driver}", up_to_sys(&devpath)),
         &root.join("sys").join(&devpath).join("driver"),
     );
-    link(&format!("../../../../{devpath}"), &driver_dir.join(&device.address));
 }
 
-/// Unbinds: removes both driver links; the driver directory stays, as a loaded module's does.
+/// Unbinds: removes both driver links, the device's `driver` link last (see [`link_driver`]); the
+/// driver directory stays, as a loaded module's does.
 pub(crate) fn unlink_driver(root: &Path, device: &FixtureDevice, driver: &str) {
-    remove_link(&root.join("sys").join(device.devpath()).join("driver"));
     remove_link(&root.join("sys/bus/pci/drivers").join(driver).join(&device.address));
+    remove_link(&root.join("sys").join(device.devpath()).join("driver"));
 }
 
 /// Removes the device directory and every link to it.
