@@ -1,16 +1,17 @@
-//! The RBAC the e2e suite gives gpu-node-agent and gpu-controller (`support::components`) is exactly
-//! what the module's templates render, and with it one write each component must never make is denied
-//! by the real API server.
+//! The RBAC the e2e suite gives gpu-node-agent, gpu-controller, gpu-handler and gpu-dra-controller
+//! (`support::components`) is exactly what the module's templates render, and with it one write each
+//! component must never make is denied by the real API server.
 
 mod support;
 
 use gpu_api::PhysicalGPU;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use serde_json::json;
-use support::components::{controller_rules, handler_rules, node_agent_rules};
+use support::components::{controller_rules, dra_controller_rules, handler_rules, node_agent_rules};
 use support::rendered_rbac::rendered_cluster_rules;
 use testbed::{Access, TestNamespace};
 
@@ -53,9 +54,19 @@ fn e2e_rules_equal_the_rendered_rules() {
         normalised(&handler_rules()),
         normalised(&rendered_cluster_rules("gpu-handler"))
     );
-    let every_rule = ["gpu-node-agent", "gpu-controller", "gpu-handler", "gpu-dcgm-exporter"]
-        .iter()
-        .flat_map(|a| rendered_cluster_rules(a));
+    assert_eq!(
+        normalised(&dra_controller_rules()),
+        normalised(&rendered_cluster_rules("gpu-dra-controller"))
+    );
+    let every_rule = [
+        "gpu-node-agent",
+        "gpu-controller",
+        "gpu-handler",
+        "gpu-dra-controller",
+        "gpu-dcgm-exporter",
+    ]
+    .iter()
+    .flat_map(|a| rendered_cluster_rules(a));
     for rule in every_rule {
         let wild = |v: &Option<Vec<String>>| v.iter().flatten().any(|s| s == "*");
         assert!(
@@ -103,5 +114,47 @@ async fn the_node_agent_may_not_delete_nodes_and_the_controller_may_not_create_g
             .create(&PostParams::default(), &gpu)
             .await,
         "gpu-controller creating a PhysicalGPU",
+    );
+}
+
+#[tokio::test]
+async fn the_handler_may_not_delete_claims_and_the_dra_controller_may_not_publish_slices() {
+    let ns = TestNamespace::create("module-rbac-dra").await.unwrap();
+    let handler = ns
+        .client_as("gpu-handler", Access::Cluster(rendered_cluster_rules("gpu-handler")))
+        .await
+        .unwrap();
+    assert_forbidden(
+        Api::<ResourceClaim>::namespaced(handler, ns.name())
+            .delete("any-claim", &DeleteParams::default())
+            .await,
+        "gpu-handler deleting a ResourceClaim",
+    );
+
+    let allocator = ns
+        .client_as(
+            "gpu-dra-controller",
+            Access::Cluster(rendered_cluster_rules("gpu-dra-controller")),
+        )
+        .await
+        .unwrap();
+    let slice: ResourceSlice = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": ns.unique("forbidden-slice")},
+        "spec": {"driver": "gpu.deckhouse.io", "nodeName": "any-node",
+                 "pool": {"name": "any-node", "generation": 1, "resourceSliceCount": 1}}
+    }))
+    .unwrap();
+    assert_forbidden(
+        Api::<ResourceSlice>::all(allocator.clone())
+            .create(&PostParams::default(), &slice)
+            .await,
+        "gpu-dra-controller creating a ResourceSlice",
+    );
+    assert_forbidden(
+        Api::<ResourceClaim>::namespaced(allocator, ns.name())
+            .delete("any-claim", &DeleteParams::default())
+            .await,
+        "gpu-dra-controller deleting a ResourceClaim",
     );
 }

@@ -104,6 +104,31 @@ pub fn handler_rules() -> Vec<PolicyRule> {
     ]
 }
 
+/// What gpu-dra-controller may do: read claims, slices, classes and Pods; write claim allocations;
+/// remove its scheduling gate from Pods; hold its Lease; record Events.
+pub fn dra_controller_rules() -> Vec<PolicyRule> {
+    vec![
+        rule("resource.k8s.io", &["resourceclaims"], &["get", "list", "watch"]),
+        rule(
+            "resource.k8s.io",
+            &["resourceclaims/status", "resourceclaims/binding"],
+            &["update", "patch"],
+        ),
+        rule(
+            "resource.k8s.io",
+            &["resourceslices", "deviceclasses"],
+            &["get", "list", "watch"],
+        ),
+        rule("", &["pods"], &["get", "list", "watch", "patch"]),
+        rule(
+            "coordination.k8s.io",
+            &["leases"],
+            &["get", "list", "watch", "create", "patch", "update"],
+        ),
+        rule("events.k8s.io", &["events"], &["create", "patch"]),
+    ]
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
