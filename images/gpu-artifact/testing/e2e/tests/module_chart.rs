@@ -4,13 +4,13 @@
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, discovery};
 use serde_json::{Value, json};
-use support::components::install_crds;
+use support::components::{install_crds, repo_root};
 use support::rendered_rbac::{MODULE_NAMESPACE, of_kind, render_chart};
 use testbed::TestCluster;
 
@@ -110,6 +110,50 @@ fn dra_parts_follow_the_discovered_api_server() {
     );
 }
 
+fn deployment<'a>(objects: &'a [Value], name: &str) -> Option<&'a Value> {
+    of_kind(objects, "Deployment").find(|d| d["metadata"]["name"] == name)
+}
+
+#[test]
+fn controllers_follow_high_availability_and_the_dra_api() {
+    let single = render_chart(&["driver-ready"]);
+    let ha = render_chart(&["driver-ready", "high-availability"]);
+    for name in ["gpu-controller", "gpu-dra-controller"] {
+        let one = deployment(&single, name).unwrap_or_else(|| panic!("{name} renders"));
+        assert_eq!(one["spec"]["replicas"], 1, "{name}");
+        let container = &one["spec"]["template"]["spec"]["containers"][0];
+        let leader_election = container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "LEADER_ELECTION");
+        assert_eq!(leader_election.unwrap()["value"], "false", "{name}");
+        let two = deployment(&ha, name).unwrap();
+        assert_eq!(two["spec"]["replicas"], 2, "{name}");
+        let anti = &two["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"];
+        assert_eq!(
+            anti["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"]["matchLabels"]["app"],
+            name
+        );
+        let pdb = of_kind(&ha, "PodDisruptionBudget")
+            .find(|p| p["metadata"]["name"] == name)
+            .unwrap();
+        assert_eq!(pdb["spec"]["minAvailable"], 1, "{name}");
+        assert!(
+            of_kind(&single, "Service").any(|s| s["metadata"]["name"] == format!("{name}-metrics")),
+            "{name} metrics Service"
+        );
+        assert!(
+            of_kind(&single, "ServiceMonitor").any(|s| s["metadata"]["name"] == name),
+            "{name} ServiceMonitor"
+        );
+    }
+    let pending = render_chart(&["driver-ready", "discovery-pending"]);
+    assert!(deployment(&pending, "gpu-controller").is_some());
+    assert!(deployment(&pending, "gpu-dra-controller").is_none());
+    assert!(!of_kind(&pending, "ClusterRole").any(|r| r["metadata"]["name"] == "d8:gpu:gpu-dra-controller"));
+}
+
 #[test]
 fn every_workload_has_a_vpa_short_history_and_pinned_images() {
     let objects = render_chart(&["driver-ready"]);
@@ -133,6 +177,81 @@ fn every_workload_has_a_vpa_short_history_and_pinned_images() {
             let image = container["image"].as_str().unwrap();
             assert!(image.contains("@sha256:"), "{name}/{}: {image}", container["name"]);
         }
+    }
+}
+
+/// The module's own images (built from images/<dir>), by their camelCase name in the digests.
+fn own_image_dirs() -> BTreeMap<String, String> {
+    let global: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo_root().join("tools/test/module-fixtures/global.yaml")).unwrap(),
+    )
+    .unwrap();
+    let digests = global["global"]["modulesImages"]["digests"]["gpu"].as_object().unwrap();
+    digests
+        .iter()
+        .filter(|(name, _)| !name.starts_with("nvidia"))
+        .map(|(name, digest)| (digest.as_str().unwrap().to_owned(), kebab(name)))
+        .collect()
+}
+
+fn kebab(camel: &str) -> String {
+    camel.chars().fold(String::new(), |mut out, c| {
+        if c.is_ascii_uppercase() {
+            out.push('-');
+        }
+        out.push(c.to_ascii_lowercase());
+        out
+    })
+}
+
+/// What dmt's mount-points rule checks: every volumeMount of a container running one of our
+/// (distroless) images is pre-created by images/<dir>/mount-points.yaml, and that file lists
+/// nothing no container mounts.
+#[test]
+fn own_images_pre_create_exactly_the_paths_they_mount() {
+    let objects = render_chart(&["driver-ready"]);
+    let dirs = own_image_dirs();
+    let mut mounted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for workload in objects
+        .iter()
+        .filter(|o| o["kind"] == "DaemonSet" || o["kind"] == "Deployment")
+    {
+        for container in workload["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
+            let image = container["image"].as_str().unwrap();
+            let Some(dir) = dirs
+                .iter()
+                .find(|(digest, _)| image.ends_with(digest.as_str()))
+                .map(|(_, d)| d)
+            else {
+                continue;
+            };
+            let paths = mounted.entry(dir.clone()).or_default();
+            for mount in container["volumeMounts"].as_array().into_iter().flatten() {
+                paths.insert(mount["mountPath"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    assert!(
+        mounted.contains_key("gpu-handler") && mounted.contains_key("gpu-controller"),
+        "{mounted:?}"
+    );
+    for (dir, paths) in &mounted {
+        let file = repo_root().join(format!("images/{dir}/mount-points.yaml"));
+        let listed: BTreeSet<String> = match std::fs::read_to_string(&file) {
+            Ok(text) => {
+                let doc: Value = serde_yaml::from_str(&text).unwrap();
+                ["dirs", "files"]
+                    .iter()
+                    .flat_map(|key| doc[key].as_array().cloned().unwrap_or_default())
+                    .map(|p| p.as_str().unwrap().to_owned())
+                    .collect()
+            }
+            Err(_) => BTreeSet::new(),
+        };
+        assert_eq!(
+            &listed, paths,
+            "images/{dir}/mount-points.yaml against the rendered volumeMounts"
+        );
     }
 }
 
