@@ -106,6 +106,9 @@ mod tests {
         let crd = PhysicalGPU::crd();
         assert_eq!(crd.metadata.name.as_deref(), Some("physicalgpus.gpu.deckhouse.io"));
         assert_eq!(crd.spec.scope, "Cluster");
+        let labels = crd.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get("heritage").map(String::as_str), Some("deckhouse"));
+        assert_eq!(labels.get("module").map(String::as_str), Some("gpu"));
         let version = &crd.spec.versions[0];
         assert!(version.subresources.as_ref().unwrap().status.is_some());
         let columns: Vec<_> = version

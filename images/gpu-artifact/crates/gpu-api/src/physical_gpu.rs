@@ -15,6 +15,8 @@ use crate::{Capabilities, NvidiaState};
     kind = "PhysicalGPU",
     plural = "physicalgpus",
     shortname = "pgpu",
+    label("heritage", "deckhouse"),
+    label("module", "gpu"),
     status = "PhysicalGPUStatus",
     doc = "PhysicalGPU is the inventory of one physical GPU on one node. It appears when the node agent finds the PCI device and disappears with it. It has no desired state: the card's mode follows the allocations of Dynamic Resource Allocation and is changed only on the node.",
     printcolumn = r#"{"name":"Node","type":"string","jsonPath":".status.nodeInfo.nodeName"}"#,
