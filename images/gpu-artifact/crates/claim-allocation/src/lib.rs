@@ -5,13 +5,15 @@
 //! node of the allocation). [`pass`] runs one allocation round with the engine and writes results
 //! with a resourceVersion precondition: a conflict means someone else allocated, and the claim is
 //! re-read, never overwritten. Every allocated claim of our driver is audited against the safety
-//! invariants, whoever allocated it ([`metrics`], Events).
+//! invariants, whoever allocated it ([`metrics`], Events), and a claim that gives its devices back
+//! gets a `Released` Event ([`releases`]).
 //!
 //! It never touches nodes, and it is never needed for safety: the published counters are.
 
 pub mod controller;
 pub mod metrics;
 pub mod pass;
+pub mod releases;
 pub mod selection;
 
 /// Field manager and Event reporter of everything this controller writes.

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use crate::FIELD_MANAGER;
 use crate::metrics::{Metrics, allocation_counts};
+use crate::releases::Releases;
 use crate::selection::{SCHEDULING_GATE, plan};
 
 /// What a round sees.
@@ -31,6 +32,7 @@ pub struct Snapshot {
 pub struct Memory {
     last_reason: HashMap<String, String>,
     reported_violations: HashSet<String>,
+    releases: Releases,
 }
 
 pub struct Round<'a> {
@@ -55,6 +57,13 @@ impl Round<'_> {
             .filter(|c| c.status.as_ref().is_some_and(|s| s.allocation.is_some()))
             .map(|c| (**c).clone())
             .collect();
+        for released in self.memory.releases.update(&snapshot.claims) {
+            let note = format!("released {}", released.devices.join(", "));
+            tracing::info!(claim = %claim_key(&released.claim), %note);
+            self.events
+                .normal(&reference(&released.claim), "Released", "Deallocate", note)
+                .await;
+        }
         let mut allocator = Allocator::new(&slices, &classes, &allocated);
         self.metrics.ignored_slices.set(allocator.ignored_slices().len() as i64);
         let by_name = snapshot.classes.iter().map(|c| (c.name_any(), c.clone())).collect();

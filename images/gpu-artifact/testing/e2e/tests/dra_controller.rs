@@ -1,9 +1,9 @@
 //! gpu-dra-controller on the real control plane, as a real process under its RBAC: it allocates a
 //! standalone claim (best fit, where the scheduler would take the first device), allocates and
 //! ungates a gated Pod that the real scheduler then binds to the allocation's node without
-//! re-allocating, audits a claim the scheduler allocated (its metric moves), and explains claims it
-//! cannot allocate in Events. One controller runs at a time (it acts cluster-wide), so the phases
-//! share one test.
+//! re-allocating, audits a claim the scheduler allocated (its metric moves), explains claims it
+//! cannot allocate in Events, and tells a claim that it released its devices. One controller runs at
+//! a time (it acts cluster-wide), so the phases share one test.
 
 mod support;
 
@@ -19,29 +19,6 @@ use serde_json::json;
 use support::components::*;
 use support::*;
 use testbed::{ComponentProcess, Progress, ReadyNode, TestNamespace, wait_until};
-
-fn dra_controller_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
-    vec![
-        rule("resource.k8s.io", &["resourceclaims"], &["get", "list", "watch"]),
-        rule(
-            "resource.k8s.io",
-            &["resourceclaims/status", "resourceclaims/binding"],
-            &["update", "patch"],
-        ),
-        rule(
-            "resource.k8s.io",
-            &["resourceslices", "deviceclasses"],
-            &["get", "list", "watch"],
-        ),
-        rule("", &["pods"], &["get", "list", "watch", "patch"]),
-        rule(
-            "coordination.k8s.io",
-            &["leases"],
-            &["get", "list", "watch", "create", "patch", "update"],
-        ),
-        rule("events.k8s.io", &["events"], &["create", "patch"]),
-    ]
-}
 
 fn claim(name: &str, class: &str, selector: Option<&str>) -> ResourceClaim {
     let mut exactly = json!({"deviceClassName": class});
@@ -280,6 +257,22 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
             .status
             .and_then(|s| s.allocation)
             .is_none()
+    );
+
+    // 5. Deallocation (what the resourceclaim controller does once nothing uses a claim) is told on
+    // the claim. The claim is standalone and unused again, so it is allocated again, and best fit
+    // finds the partition it gave back free (else it would get 2g.12gb).
+    let mut standalone = claims.get("standalone").await.unwrap();
+    standalone.status.as_mut().unwrap().allocation = None;
+    claims
+        .replace_status("standalone", &Default::default(), &standalone)
+        .await
+        .unwrap();
+    let note = event_note(&ns, "standalone", "Released").await;
+    assert!(note.contains(&format!("{pool}/gpu0-mig-1g6gb-0")), "{note}");
+    assert_eq!(
+        allocated_devices(&allocated(&claims, "standalone").await),
+        vec![(pool.clone(), "gpu0-mig-1g6gb-0".to_owned())]
     );
     drop(controller);
 }

@@ -1,0 +1,106 @@
+//! Which claims gave their devices of our driver back since the last round: a claim seen allocated
+//! that is still there but no longer allocated (the resourceclaim controller deallocates a claim
+//! once nothing uses it). Users learn it from a `Released` Event naming the devices.
+//!
+//! Pure bookkeeping: it never writes, and a claim that was deleted is forgotten without a report
+//! (an Event about an object that no longer exists helps nobody).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use dra_allocator::GPU_DRIVER;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::ResourceExt;
+
+/// Our driver's allocated devices of every claim seen allocated in the last round, by claim uid.
+#[derive(Default)]
+pub struct Releases {
+    held: HashMap<String, Vec<String>>,
+}
+
+/// One claim that released devices, with the devices (`pool/device`).
+#[derive(Debug, PartialEq)]
+pub struct Released {
+    pub claim: Arc<ResourceClaim>,
+    pub devices: Vec<String>,
+}
+
+impl Releases {
+    /// Records this round's claims and returns those that held devices of our driver in the last
+    /// round and hold none now. The first round reports nothing: it has no last round.
+    pub fn update(&mut self, claims: &[Arc<ResourceClaim>]) -> Vec<Released> {
+        let mut held = HashMap::new();
+        let mut released = vec![];
+        for claim in claims {
+            let uid = claim.uid().unwrap_or_default();
+            let devices = our_devices(claim);
+            if !devices.is_empty() {
+                held.insert(uid, devices);
+            } else if let Some(before) = self.held.get(&uid) {
+                released.push(Released {
+                    claim: claim.clone(),
+                    devices: before.clone(),
+                });
+            }
+        }
+        self.held = held;
+        released
+    }
+}
+
+fn our_devices(claim: &ResourceClaim) -> Vec<String> {
+    let results = claim
+        .status
+        .iter()
+        .flat_map(|s| s.allocation.iter())
+        .flat_map(|a| a.devices.iter())
+        .flat_map(|d| d.results.iter().flatten());
+    results
+        .filter(|r| r.driver == GPU_DRIVER)
+        .map(|r| format!("{}/{}", r.pool, r.device))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn claim(uid: &str, driver: Option<&str>) -> Arc<ResourceClaim> {
+        let mut value = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": format!("c-{uid}"), "namespace": "ns", "uid": uid},
+            "spec": {"devices": {"requests": []}}});
+        if let Some(driver) = driver {
+            value["status"] = json!({"allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": driver, "pool": "gpus/n1", "device": "gpu0"}]}}});
+        }
+        Arc::new(serde_json::from_value(value).unwrap())
+    }
+
+    #[test]
+    fn a_claim_that_lost_its_allocation_is_reported_once_with_its_devices() {
+        let mut releases = Releases::default();
+        assert_eq!(releases.update(&[claim("a", Some(GPU_DRIVER))]), vec![]);
+        let now = claim("a", None);
+        assert_eq!(
+            releases.update(std::slice::from_ref(&now)),
+            vec![Released {
+                claim: now.clone(),
+                devices: vec!["gpus/n1/gpu0".to_owned()]
+            }]
+        );
+        assert_eq!(releases.update(&[now]), vec![], "reported once");
+    }
+
+    #[test]
+    fn deleted_claims_other_drivers_and_the_first_round_report_nothing() {
+        let mut releases = Releases::default();
+        assert_eq!(
+            releases.update(&[claim("a", None), claim("b", Some("other.example.com"))]),
+            vec![]
+        );
+        assert_eq!(releases.update(&[claim("b", None)]), vec![], "b was never ours");
+        releases.update(&[claim("c", Some(GPU_DRIVER))]);
+        assert_eq!(releases.update(&[]), vec![], "c was deleted");
+    }
+}
