@@ -61,5 +61,14 @@ metrics_exist() {
 check "dashboards and rules parse and query only served metrics" metrics_exist
 check "docs generated from openapi and the CRDs are current" python3 "$repo/tools/docs/generate.py" --check
 
+# --- werf.yaml (tools/werf-render): werf needs a registry, so render werf.yaml as werf does and check
+# its image graph here; the giterminism check is what plain `werf build` refuses (env names, mount
+# fromPaths not in werf-giterminism.yaml); the self-test breaks a copy of werf.yaml on purpose. ---
+werf_render() { local bin; bin="$("$repo/tools/werf-render/build.sh")" && "$bin" "$@"; }
+check "werf.yaml renders and its image graph is consistent" werf_render --loose-giterminism "$repo"
+check "werf.yaml passes werf's giterminism (werf-giterminism.yaml)" werf_render "$repo"
+check "werf-render fails on deliberately broken copies of werf.yaml" "$repo/tools/werf-render/build.sh" --test
+# --- end werf.yaml ---
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
