@@ -30,10 +30,17 @@ async fn the_api_server_accepts_every_documented_example() {
             "DeviceClass/a30",
             "DeviceClass/h100",
             "DeviceClass/mig-2g12gb",
+            "DeviceClass/gpu-mps",
+            "DeviceClass/gpu-vfio",
             "ResourceClaimTemplate/one-mig-2g12gb",
             "Pod/cuda-job-1",
             "Pod/cuda-job-2",
-            "Pod/h100-job"
+            "Pod/h100-job",
+            "ResourceClaimTemplate/half-gpu-mps",
+            "Pod/mps-worker-1",
+            "Pod/mps-worker-2",
+            "ResourceClaimTemplate/vfio-gpu",
+            "Pod/vm-launcher"
         ]
     );
 }

@@ -1,6 +1,6 @@
-//! `make demo`: two simulated GPU nodes on the test bed's real control plane, an A30 node and an
-//! 8 x H100 node, each with its fixture host, mock libnvidia-ml, gpu-node-agent, gpu-handler and the
-//! kubelet simulator; gpu-controller turns DriverReady True from validator Pods the simulated
+//! `make demo`: three simulated GPU nodes on the test bed's real control plane, an A30 node (MIG),
+//! an 8 x H100 node (whole cards and VFIO) and an A30 node given to MPS sharing, each with its
+//! fixture host, mock libnvidia-ml, gpu-node-agent, gpu-handler and the kubelet simulator; gpu-controller turns DriverReady True from validator Pods the simulated
 //! kubelets run. Then the examples of `docs/examples` are applied and the walkthrough printed. It
 //! keeps running (the Nodes' heartbeats, the components) until `make demo-down` stops it.
 //!
@@ -14,8 +14,10 @@ mod plugin_node;
 mod support;
 mod walkthrough;
 
-use host_fixtures::NamedHost;
-use k8s_openapi::api::core::v1::Pod;
+use host_fixtures::{KernelEmulator, NamedHost, ToolStandIns};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 use plugin_node::PluginNode;
 use serde_json::json;
 use support::components::{controller_rules, kubeconfig_for};
@@ -30,18 +32,32 @@ async fn main() {
     );
     let a30 = handler_node::setup("demo-a30", NamedHost::A30Pcie).await;
     let h100 = handler_node::setup("demo-h100", NamedHost::H100SxmX8).await;
+    let shared = handler_node::setup("demo-a30-shared", NamedHost::A30Pcie).await;
     let controller = start_gpu_controller(&ns).await;
-    for node in [&a30, &h100] {
+    for node in [&a30, &h100, &shared] {
         let validator = pod_on(node.node.name(), "gpu-driver-validator");
         support::create(&ns.api::<Pod>(), &validator).await;
     }
+    // A node the admin gives to sharing: MPS shares of its card, no MIG.
+    label_node(&ns, shared.node.name(), "gpu.deckhouse.io/allow-mps", "true").await;
+    label_node(&ns, shared.node.name(), "gpu.deckhouse.io/allow-mig", "false").await;
+    let tools = ToolStandIns::install(&shared.host);
+    let tool_env = [
+        ("NVIDIA_SMI", tools.nvidia_smi().display().to_string()),
+        ("NVIDIA_MPS_CONTROL", tools.mps_control().display().to_string()),
+    ];
     let a30 = PluginNode::launch(a30, &[]).await;
     let h100 = PluginNode::launch(h100, &[]).await;
-    let nodes = [&a30, &h100];
+    let shared = PluginNode::launch(shared, &tool_env).await;
+    let nodes = [&a30, &h100, &shared];
     walkthrough::inventory(&ns, &nodes).await;
     walkthrough::slices(&ns, &nodes).await;
 
-    let applied = walkthrough::apply_examples(&ns).await;
+    // VFIO goes to the H100 node, whose kernel side of binding a card to vfio-pci is emulated; shares
+    // go to the sharing node. They are applied after the MIG and whole-card Pods run.
+    let _kernel = KernelEmulator::start_with_uevents(h100.s.host.clone(), h100.s.ws.socket());
+    let later = |file: &str| file == "shared-and-vfio-pods.yaml";
+    let applied = walkthrough::apply_examples(&ns, |file| !later(file)).await;
     println!(
         "\n== applied docs/examples into namespace {}: {}",
         ns.name(),
@@ -51,6 +67,13 @@ async fn main() {
         a30.wait_prepared_in(ns.name(), pod).await;
     }
     h100.wait_prepared_in(ns.name(), "h100-job").await;
+    let applied = walkthrough::apply_examples(&ns, later).await;
+    println!("\n== applied {}", applied.join(", "));
+    for pod in ["mps-worker-1", "mps-worker-2"] {
+        shared.wait_prepared_in(ns.name(), pod).await;
+    }
+    h100.wait_prepared_in(ns.name(), "vm-launcher").await;
+    let _keep_tools = tools;
     walkthrough::claims(&ns, &nodes).await;
     walkthrough::cdi_files(&nodes);
     walkthrough::mig_instances(&nodes);
@@ -91,4 +114,13 @@ fn pod_on(node: &str, app: &str) -> Pod {
         "spec": {"nodeName": node, "containers": [{"name": "validator", "image": "registry.invalid/gpu/validator:demo"}]},
     }))
     .unwrap()
+}
+
+/// Sets one label on a Node, as an admin would with `kubectl label`.
+async fn label_node(ns: &TestNamespace, node: &str, key: &str, value: &str) {
+    let patch = json!({"metadata": {"labels": {key: value}}});
+    Api::<Node>::all(ns.client())
+        .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
 }

@@ -77,16 +77,18 @@ pub async fn slices(ns: &TestNamespace, nodes: &[&PluginNode]) {
         for slice in &list.items {
             let devices = slice.spec.devices.as_deref().unwrap_or_default();
             let counter_sets = slice.spec.shared_counters.as_deref().unwrap_or_default();
-            let physical = devices.iter().filter(|d| !d.name.contains("-mig-")).count();
+            let mig = devices.iter().filter(|d| d.name.contains("-mig-")).count();
+            let shared = devices.iter().filter(|d| d.allow_multiple_allocations == Some(true)).count();
             println!(
-                "   {:<52} generation {} of {} slices: {} counter sets, {} devices ({} whole cards, {} MIG placements)",
+                "   {:<52} generation {} of {} slices: {} counter sets, {} devices ({} whole cards, {} shared offers, {} MIG placements)",
                 slice.name_any(),
                 slice.spec.pool.generation,
                 slice.spec.pool.resource_slice_count,
                 counter_sets.len(),
                 devices.len(),
-                physical,
-                devices.len() - physical,
+                devices.len() - mig - shared,
+                shared,
+                mig,
             );
         }
     }
@@ -94,9 +96,14 @@ pub async fn slices(ns: &TestNamespace, nodes: &[&PluginNode]) {
 
 /// Server-side applies every manifest of `docs/examples` into the namespace (cluster-scoped ones as
 /// they are); returns `Kind/name` of each.
-pub async fn apply_examples(ns: &TestNamespace) -> Vec<String> {
+/// Applies the documented examples whose file name `wanted` accepts.
+pub async fn apply_examples(ns: &TestNamespace, wanted: impl Fn(&str) -> bool) -> Vec<String> {
     let mut applied = Vec::new();
     for example in documented_examples(ns).await {
+        let name = example.file.file_name().unwrap_or_default().to_string_lossy();
+        if !wanted(&name) {
+            continue;
+        }
         example
             .api
             .patch(
