@@ -1,7 +1,7 @@
 //! The engine's public face: built from slices, classes and allocated claims; allocates one
 //! claim at a time without changing its state, and `commit` records an allocation once it is
 //! written. Compiled selectors, device contexts and selector results are cached for the
-//! allocator's lifetime, and candidate lists per (class, selectors, node) too.
+//! allocator's lifetime, and candidate lists per (class, selectors, scope) too.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,8 +12,9 @@ use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClai
 
 use crate::audit::{InvariantViolation, audit};
 use crate::constraint::Constraint;
-use crate::inventory::{IgnoredSlice, Inventory};
+use crate::inventory::{IgnoredPool, IgnoredSlice, Inventory};
 use crate::request::{claim_name, requests_of};
+use crate::scope::{Reach, Scope, scopes_without_node};
 use crate::search::Search;
 use crate::usage::{Take, Usage};
 use crate::{AllocationError, result};
@@ -35,8 +36,7 @@ pub struct Allocator {
     /// Per expression id, per device: 0 not evaluated, 1 no match, 2 match.
     pub(crate) selector_results: Vec<Vec<u8>>,
     pub(crate) candidates: HashMap<String, Arc<Vec<usize>>>,
-    pub(crate) by_node: HashMap<String, Vec<usize>>,
-    pub(crate) unbound: Vec<usize>,
+    pub(crate) reach: Reach,
     share_counter: u64,
     unsatisfiable_reason: Option<String>,
 }
@@ -46,15 +46,8 @@ impl Allocator {
     /// counts every allocation of `allocated` as in use.
     pub fn new(slices: &[ResourceSlice], classes: &[DeviceClass], allocated: &[ResourceClaim]) -> Allocator {
         let inventory = Inventory::build(slices);
-        let mut by_node: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut unbound = Vec::new();
-        for (i, device) in inventory.devices.iter().enumerate() {
-            match device.binding.node_name() {
-                Some(node) => by_node.entry(node.to_owned()).or_default().push(i),
-                None => unbound.push(i),
-            }
-        }
         let mut allocator = Allocator {
+            reach: Reach::of(&inventory),
             contexts: (0..inventory.devices.len()).map(|_| None).collect(),
             inventory,
             classes: Arc::new(
@@ -68,8 +61,6 @@ impl Allocator {
             expression_ids: HashMap::new(),
             selector_results: Vec::new(),
             candidates: HashMap::new(),
-            by_node,
-            unbound,
             share_counter: 0,
             unsatisfiable_reason: None,
         };
@@ -81,9 +72,14 @@ impl Allocator {
         allocator
     }
 
-    /// Slices left out because they were malformed (their whole pool is skipped).
+    /// Slices left out because their pool was malformed or invalid (the whole pool is skipped).
     pub fn ignored_slices(&self) -> &[IgnoredSlice] {
         &self.inventory.ignored
+    }
+
+    /// Pools left out whole: malformed, or invalid (a device name repeated across its slices).
+    pub fn ignored_pools(&self) -> &[IgnoredPool] {
+        &self.inventory.ignored_pools
     }
 
     /// Why the last `allocate` that returned `Ok(None)` found nothing.
@@ -128,9 +124,12 @@ impl Allocator {
         audit(&self.inventory, claims)
     }
 
-    /// Finds the best-fit allocation for `claim` on `node`, or, without a node, on whichever
-    /// single node serves it best. `Ok(None)`: nothing fits now (see `unsatisfiable_reason`).
-    /// Does not change the allocator: call `commit` once the result is stored.
+    /// Finds the best-fit allocation for `claim` on `node`. Without a node (a standalone claim),
+    /// every node and every node selector of the inventory is tried separately, as the scheduler
+    /// tries node after node, and the best-fitting solution wins (ties: nodes by name first); the
+    /// result's node selector says where Pods using the claim may run. `Ok(None)`: nothing fits
+    /// now (see `unsatisfiable_reason`). Does not change the allocator: call `commit` once the
+    /// result is stored.
     pub fn allocate(
         &mut self,
         claim: &ResourceClaim,
@@ -144,24 +143,32 @@ impl Allocator {
         let classes = Arc::clone(&self.classes);
         let requests = requests_of(claim, &classes)?;
         if let Some(node) = node {
-            let node_name = node.metadata.name.clone().unwrap_or_default();
+            let node_name = node.metadata.name.as_deref().unwrap_or_default();
+            let scope = Scope::Node {
+                name: node_name,
+                node: Some(node),
+            };
             return Ok(self
-                .allocate_on(claim, &name, &requests, Some(&node_name), Some(node))?
+                .allocate_on(claim, &name, &requests, scope)?
                 .map(|(result, _)| result));
         }
-        // Without a node: every node separately (as the scheduler tries node after node), and the
-        // best-fitting node's solution wins; ties go to the first node by name.
-        let mut nodes: Vec<String> = self.by_node.keys().cloned().collect();
-        nodes.sort();
-        if nodes.is_empty() {
-            return Ok(self
-                .allocate_on(claim, &name, &requests, None, None)?
-                .map(|(result, _)| result));
-        }
+        let nodes = self.reach.node_names();
+        let scopes = scopes_without_node(&nodes, self.reach.selectors.len());
+        self.allocate_in_any(claim, &name, &requests, &scopes)
+    }
+
+    /// The best solution over `scopes`, the first on ties.
+    fn allocate_in_any(
+        &mut self,
+        claim: &ResourceClaim,
+        name: &str,
+        requests: &[crate::request::Request<'_>],
+        scopes: &[Scope<'_>],
+    ) -> Result<Option<AllocationResult>, AllocationError> {
         let mut best: Option<(AllocationResult, FitScore)> = None;
         let mut reason = None;
-        for node_name in &nodes {
-            match self.allocate_on(claim, &name, &requests, Some(node_name), None)? {
+        for scope in scopes {
+            match self.allocate_on(claim, name, requests, *scope)? {
                 Some((result, score)) if best.as_ref().is_none_or(|(_, s)| score < *s) => best = Some((result, score)),
                 Some(_) => {}
                 None => reason = reason.or_else(|| self.unsatisfiable_reason.take()),
@@ -176,15 +183,14 @@ impl Allocator {
         claim: &ResourceClaim,
         name: &str,
         requests: &[crate::request::Request<'_>],
-        node_name: Option<&str>,
-        node: Option<&Node>,
+        scope: Scope<'_>,
     ) -> Result<Option<(AllocationResult, FitScore)>, AllocationError> {
         let mut candidates = Vec::with_capacity(requests.len());
         for request in requests {
             let mut per_alternative = Vec::with_capacity(request.alternatives.len());
             for alternative in &request.alternatives {
-                let list = self.candidates_for(name, alternative, node_name, node)?;
-                if alternative.count.is_none() && self.scope_has_incomplete_pool(node_name) {
+                let list = self.candidates_for(name, alternative, scope)?;
+                if alternative.count.is_none() && self.scope_has_incomplete_pool(scope) {
                     per_alternative.push(Vec::new());
                     continue;
                 }
@@ -206,11 +212,9 @@ impl Allocator {
             requests,
             &candidates,
             constraints,
-            node_name.map(str::to_owned),
             SEARCH_BUDGET,
         );
         let outcome = search.run();
-        let chosen_node = search.node.clone().unwrap_or_default();
         let result = match outcome {
             Ok(true) => {
                 let score = search
@@ -225,7 +229,7 @@ impl Allocator {
                     claim,
                     requests,
                     &search.picks,
-                    &chosen_node,
+                    scope.node_name().unwrap_or_default(),
                     &mut self.share_counter,
                 );
                 Some((result, score))
@@ -264,17 +268,10 @@ impl Allocator {
         )
     }
 
-    fn scope_has_incomplete_pool(&self, node: Option<&str>) -> bool {
-        let incomplete = |d: &usize| self.inventory.pools[self.inventory.devices[*d].pool].incomplete;
-        match node {
-            Some(n) => self
-                .by_node
-                .get(n)
-                .into_iter()
-                .flatten()
-                .chain(&self.unbound)
-                .any(incomplete),
-            None => self.inventory.pools.iter().any(|p| p.incomplete),
-        }
+    fn scope_has_incomplete_pool(&self, scope: Scope<'_>) -> bool {
+        self.reach
+            .devices(scope)
+            .iter()
+            .any(|d| self.inventory.pools[self.inventory.devices[*d].pool].incomplete)
     }
 }

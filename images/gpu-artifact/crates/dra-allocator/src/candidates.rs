@@ -1,15 +1,14 @@
-//! Which devices can serve a request alternative on a node: those of reachable pools that match
-//! the class selectors and the request selectors (CEL), cached per device and expression and,
-//! as a best-fit-ordered list, per (class, selectors, node). Availability (in use, counters,
+//! Which devices can serve a request alternative in a scope (see `scope`): those it reaches that
+//! match the class selectors and the request selectors (CEL), cached per device and expression
+//! and, as a best-fit-ordered list, per (class, selectors, scope). Availability (in use, counters,
 //! capacity, taints, constraints) is not part of this: it changes with every allocation.
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
-
 use crate::AllocationError;
 use crate::allocator::Allocator;
 use crate::request::Alternative;
+use crate::scope::Scope;
 
 enum Origin<'a> {
     Class(&'a str),
@@ -88,13 +87,12 @@ impl Allocator {
         Ok(true)
     }
 
-    /// The best-fit-ordered devices that match `alternative` and are reachable from the node.
+    /// The best-fit-ordered devices that match `alternative` and are reachable in `scope`.
     pub(crate) fn candidates_for(
         &mut self,
         claim: &str,
         alternative: &Alternative<'_>,
-        node_name: Option<&str>,
-        node: Option<&Node>,
+        scope: Scope<'_>,
     ) -> Result<Arc<Vec<usize>>, AllocationError> {
         let mut key = String::new();
         key.push_str(alternative.class.metadata.name.as_deref().unwrap_or_default());
@@ -103,34 +101,17 @@ impl Allocator {
             key.push_str(&s.expression);
         }
         key.push('\u{1}');
-        key.push_str(node_name.unwrap_or("*"));
+        key.push_str(&scope.key());
         if let Some(found) = self.candidates.get(&key) {
             return Ok(Arc::clone(found));
         }
-        let scope: Vec<usize> = match node_name {
-            Some(n) => self
-                .by_node
-                .get(n)
-                .into_iter()
-                .flatten()
-                .chain(&self.unbound)
-                .copied()
-                .collect(),
-            None => (0..self.inventory.devices.len()).collect(),
-        };
         let mut matching = Vec::new();
-        for device in scope {
-            let d = &self.inventory.devices[device];
+        for device in self.reach.devices(scope) {
             // Devices with binding conditions need the scheduler's binding flow; we never pick them.
-            if d.has_binding_conditions {
+            if self.inventory.devices[device].has_binding_conditions {
                 continue;
             }
-            let reachable = match node_name {
-                Some(n) => d.binding.reachable_from(n, node),
-                // Without a node, only node-name and all-nodes devices can be placed.
-                None => !matches!(d.binding, crate::node_selection::NodeBinding::Selector(_)),
-            };
-            if reachable && self.device_matches(claim, device, alternative)? {
+            if self.device_matches(claim, device, alternative)? {
                 matching.push(device);
             }
         }

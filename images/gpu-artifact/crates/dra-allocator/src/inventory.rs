@@ -1,8 +1,10 @@
 //! The device index: ResourceSlices grouped into pools (latest generation only), every device
 //! with its node binding, consumable capacities and resolved counter consumption. Counter sets
 //! are found in both layouts: 1.34 keeps them in the device's own slice (keyed per slice),
-//! 1.35+ in separate slices of the same pool (keyed per pool). Built once per `Allocator`; claims
-//! only index into it, nothing is cloned per claim.
+//! 1.35+ in separate slices of the same pool (keyed per pool). A malformed pool (unknown counters,
+//! bad quantities, no node selection) or an invalid one (a device name repeated across its slices,
+//! the scheduler's `poolIsInvalid`) is left out whole and reported. Built once per `Allocator`;
+//! claims only index into it, nothing is cloned per claim.
 
 use std::collections::HashMap;
 
@@ -52,6 +54,14 @@ pub struct IgnoredSlice {
     pub reason: String,
 }
 
+/// A pool left out whole (malformed or invalid), and why; its slices are in `IgnoredSlice`s too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredPool {
+    pub driver: String,
+    pub pool: String,
+    pub reason: String,
+}
+
 #[derive(Default)]
 pub(crate) struct Inventory {
     pub devices: Vec<IndexedDevice>,
@@ -59,6 +69,7 @@ pub(crate) struct Inventory {
     pub counter_sets: Vec<CounterSet>,
     pub by_id: HashMap<(String, String, String), usize>,
     pub ignored: Vec<IgnoredSlice>,
+    pub ignored_pools: Vec<IgnoredPool>,
 }
 
 fn binding_of(slice: &ResourceSlice, device: &Device) -> Result<NodeBinding, String> {
@@ -114,7 +125,7 @@ impl Inventory {
                     let why = if name == slice {
                         reason.clone()
                     } else {
-                        format!("pool is invalid: slice {slice}: {reason}")
+                        format!("pool {pool_name} is left out because of slice {slice}: {reason}")
                     };
                     inventory.ignored.push(IgnoredSlice {
                         slice: name,
@@ -122,6 +133,11 @@ impl Inventory {
                         reason: why,
                     });
                 }
+                inventory.ignored_pools.push(IgnoredPool {
+                    driver: driver.to_owned(),
+                    pool: pool_name.to_owned(),
+                    reason: format!("slice {slice}: {reason}"),
+                });
             }
         }
         inventory
@@ -167,9 +183,20 @@ impl Inventory {
         }
         let pool_index = self.pools.len();
         let mut staged_devices = Vec::new();
+        // A pool repeating a device name across its slices is invalid (`poolIsInvalid`): never used.
+        let mut first_slice_of: HashMap<&str, &str> = HashMap::new();
         for (slice, own_sets) in slices.iter().zip(&slice_sets) {
-            let slice_name = slice.metadata.name.clone().unwrap_or_default();
+            let slice_name = slice.metadata.name.as_deref().unwrap_or_default();
             for device in slice.spec.devices.iter().flatten() {
+                if let Some(first) = first_slice_of.insert(device.name.as_str(), slice_name) {
+                    return Err((
+                        slice_name.to_owned(),
+                        format!(
+                            "invalid pool: device {} is listed in slices {first} and {slice_name}, but device names must be unique within a pool",
+                            device.name
+                        ),
+                    ));
+                }
                 let indexed = self
                     .index_device(
                         driver,
@@ -181,7 +208,7 @@ impl Inventory {
                         first_set,
                         &staged_sets,
                     )
-                    .map_err(|e| (slice_name.clone(), format!("device {}: {e}", device.name)))?;
+                    .map_err(|e| (slice_name.to_owned(), format!("device {}: {e}", device.name)))?;
                 staged_devices.push(indexed);
             }
         }
@@ -194,13 +221,10 @@ impl Inventory {
         };
         for device in staged_devices {
             let index = self.devices.len();
-            let id = (device.driver.clone(), pool_name.to_owned(), device.name.clone());
-            if self.by_id.insert(id, index).is_some() {
-                return Err((
-                    String::new(),
-                    format!("device {} is listed twice in pool {pool_name}", device.name),
-                ));
-            }
+            self.by_id.insert(
+                (device.driver.clone(), pool_name.to_owned(), device.name.clone()),
+                index,
+            );
             pool.devices.push(index);
             self.devices.push(device);
         }

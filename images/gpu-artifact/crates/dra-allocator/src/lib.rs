@@ -10,7 +10,13 @@
 //!
 //! Deliberate differences from the scheduler: counters of a multi-allocatable device are charged
 //! once however many shares it has, also across scheduling cycles (the 1.36.2 fix); devices with
-//! binding conditions are never picked; without a node, node-selector slices are not used.
+//! binding conditions are never picked. A claim allocated without a node (the scheduler never
+//! does that) is tried per node and per node selector of the inventory; node-selector devices
+//! join a node only when its name proves the selector matches, since labels are unknown.
+//!
+//! Invalid pools (a device name repeated across a pool's slices) are never allocated from, on any
+//! release, and are reported by `Allocator::ignored_pools`: 1.34's allocator fails the whole
+//! attempt once its search reaches such a pool, 1.37's skips it; we always skip it.
 
 mod allocator;
 mod audit;
@@ -23,6 +29,7 @@ mod inventory;
 mod node_selection;
 mod request;
 mod result;
+mod scope;
 mod search;
 mod taints;
 mod usage;
@@ -30,5 +37,5 @@ mod usage;
 pub use allocator::Allocator;
 pub use audit::InvariantViolation;
 pub use error::AllocationError;
-pub use inventory::{GPU_DRIVER, IgnoredSlice};
+pub use inventory::{GPU_DRIVER, IgnoredPool, IgnoredSlice};
 pub use request::ALLOCATION_RESULTS_MAX_SIZE;

@@ -1,5 +1,6 @@
 //! Which devices a node can reach: `nodeName`, `allNodes` and `nodeSelector` of a slice or,
-//! with `perDeviceNodeSelection`, of a device; and the node selector an allocation result gets.
+//! with `perDeviceNodeSelection`, of a device (with or without the Node object); and the node
+//! selector an allocation result gets.
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 
@@ -11,21 +12,22 @@ pub(crate) enum NodeBinding {
     Selector(NodeSelector),
 }
 
-impl NodeBinding {
-    pub(crate) fn node_name(&self) -> Option<&str> {
-        match self {
-            NodeBinding::Node(name) => Some(name),
-            _ => None,
-        }
-    }
-
-    /// Whether a device bound this way is usable from `node`. Without a node object only the node
-    /// name is known, so label selectors cannot match.
-    pub(crate) fn reachable_from(&self, node_name: &str, node: Option<&Node>) -> bool {
-        match self {
-            NodeBinding::Node(name) => name == node_name,
-            NodeBinding::AllNodes => true,
-            NodeBinding::Selector(selector) => node.is_some_and(|n| selector_matches(selector, n)),
+/// Whether a device bound by `selector` reaches the node: by the Node object when the caller has
+/// it; by the name alone otherwise, which proves a match only through terms made of
+/// `metadata.name` fields (labels are unknown, so a term with label expressions proves nothing).
+/// A Node object without any labels counts as a name only: every real Node carries some
+/// (`kubernetes.io/hostname`), so it was built by a caller that knows just the name.
+pub(crate) fn selector_reaches(selector: &NodeSelector, node_name: &str, node: Option<&Node>) -> bool {
+    match node.filter(|n| n.metadata.labels.is_some()) {
+        Some(node) => selector_matches(selector, node),
+        None => {
+            let mut named = Node::default();
+            named.metadata.name = Some(node_name.to_owned());
+            selector
+                .node_selector_terms
+                .iter()
+                .filter(|term| term.match_expressions.as_ref().is_none_or(Vec::is_empty))
+                .any(|term| term_matches(term, &named))
         }
     }
 }
@@ -117,5 +119,95 @@ pub(crate) fn allocation_node_selector<'a>(
         })
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requirement(key: &str, operator: &str, values: &[&str]) -> NodeSelectorRequirement {
+        NodeSelectorRequirement {
+            key: key.to_owned(),
+            operator: operator.to_owned(),
+            values: Some(values.iter().map(|v| (*v).to_owned()).collect()),
+        }
+    }
+
+    fn selector(fields: Vec<NodeSelectorRequirement>, expressions: Vec<NodeSelectorRequirement>) -> NodeSelector {
+        NodeSelector {
+            node_selector_terms: vec![NodeSelectorTerm {
+                match_fields: (!fields.is_empty()).then_some(fields),
+                match_expressions: (!expressions.is_empty()).then_some(expressions),
+            }],
+        }
+    }
+
+    fn node(name: &str, labels: &[(&str, &str)]) -> Node {
+        let mut node = Node::default();
+        node.metadata.name = Some(name.to_owned());
+        node.metadata.labels = Some(labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
+        node
+    }
+
+    #[test]
+    fn a_name_field_is_proven_by_the_name_alone() {
+        let by_name = selector(vec![requirement("metadata.name", "In", &["node-a"])], vec![]);
+        assert!(selector_reaches(&by_name, "node-a", None));
+        assert!(!selector_reaches(&by_name, "node-b", None));
+        let not_b = selector(vec![requirement("metadata.name", "NotIn", &["node-b"])], vec![]);
+        assert!(selector_reaches(&not_b, "node-a", None));
+    }
+
+    #[test]
+    fn label_expressions_are_never_proven_without_the_node_object() {
+        // Without labels, NotIn and DoesNotExist would match a node that may well carry the label.
+        for operator in ["In", "NotIn", "DoesNotExist"] {
+            let by_label = selector(vec![], vec![requirement("rack", operator, &["r1"])]);
+            assert!(!selector_reaches(&by_label, "node-a", None), "{operator}");
+        }
+        let both = selector(
+            vec![requirement("metadata.name", "In", &["node-a"])],
+            vec![requirement("rack", "In", &["r1"])],
+        );
+        assert!(!selector_reaches(&both, "node-a", None));
+        assert!(selector_reaches(
+            &both,
+            "node-a",
+            Some(&node("node-a", &[("rack", "r1")]))
+        ));
+        assert!(!selector_reaches(
+            &both,
+            "node-a",
+            Some(&node("node-a", &[("rack", "r2")]))
+        ));
+        let mut name_only = node("node-a", &[]);
+        name_only.metadata.labels = None;
+        let not_r1 = selector(vec![], vec![requirement("rack", "NotIn", &["r1"])]);
+        assert!(
+            !selector_reaches(&not_r1, "node-a", Some(&name_only)),
+            "a Node built from a name"
+        );
+    }
+
+    #[test]
+    fn the_result_pins_a_node_local_device_and_merges_selectors() {
+        let rack = NodeBinding::Selector(selector(vec![], vec![requirement("rack", "In", &["r1"])]));
+        let zone = NodeBinding::Selector(selector(vec![], vec![requirement("zone", "In", &["z1"])]));
+        let merged = allocation_node_selector([&rack, &NodeBinding::AllNodes, &zone].into_iter(), "").unwrap();
+        assert_eq!(
+            merged,
+            selector(
+                vec![],
+                vec![requirement("rack", "In", &["r1"]), requirement("zone", "In", &["z1"])]
+            )
+        );
+        let local = NodeBinding::Node("node-a".to_owned());
+        let pinned = allocation_node_selector([&rack, &local].into_iter(), "node-a").unwrap();
+        assert_eq!(
+            pinned,
+            selector(vec![requirement("metadata.name", "In", &["node-a"])], vec![])
+        );
+        assert_eq!(allocation_node_selector([&NodeBinding::AllNodes].into_iter(), ""), None);
     }
 }

@@ -18,10 +18,9 @@ pub(crate) struct Pick {
     pub request: usize,
     pub alternative: usize,
     pub device: usize,
-    pub take: Option<Take>,
+    pub take: Take,
     pub consumed: Option<Vec<Quantity>>,
     constraints: Vec<usize>,
-    pinned_node: bool,
 }
 
 /// The search gave up: too many steps.
@@ -35,9 +34,6 @@ pub(crate) struct Search<'s, 'a> {
     pub candidates: &'s [Vec<Vec<usize>>],
     pub constraints: Vec<Constraint<'a>>,
     pub picks: Vec<Pick>,
-    /// Without a node, the first node-local device fixes the node for the rest of the claim.
-    pub node: Option<String>,
-    pub pin_node: bool,
     pub steps: u64,
     pub budget: u64,
     in_claim: HashSet<usize>,
@@ -50,10 +46,8 @@ impl<'s, 'a> Search<'s, 'a> {
         requests: &'s [Request<'a>],
         candidates: &'s [Vec<Vec<usize>>],
         constraints: Vec<Constraint<'a>>,
-        node: Option<String>,
         budget: u64,
     ) -> Self {
-        let pin_node = node.is_none();
         Search {
             inventory,
             usage,
@@ -61,8 +55,6 @@ impl<'s, 'a> Search<'s, 'a> {
             candidates,
             constraints,
             picks: Vec::new(),
-            node,
-            pin_node,
             steps: 0,
             budget,
             in_claim: HashSet::new(),
@@ -158,40 +150,30 @@ impl<'s, 'a> Search<'s, 'a> {
         let device = &self.inventory.devices[index];
         let request = &self.requests[r];
         let alternative = &request.alternatives[a];
-        let mut pinned_node = false;
-        if self.pin_node
-            && let Some(name) = device.binding.node_name()
-        {
-            match &self.node {
-                Some(pinned) if pinned != name => return None,
-                Some(_) => {}
-                None => pinned_node = true,
-            }
-        }
         if !all_tolerated(&device.taints, alternative.tolerations) {
             return None;
         }
-        let take = if alternative.admin {
-            // Admin access neither needs the device free nor takes it from anyone.
-            if !device.shared && self.in_claim.contains(&index) {
-                return None;
-            }
-            None
-        } else if device.shared {
-            Some(Take::Share)
-        } else {
-            if self.usage.exclusive.contains(&index) {
-                return None;
-            }
-            Some(Take::Exclusive)
+        // Within a claim a device that is not multi-allocatable serves one pick, admin or not (the
+        // scheduler marks it allocating for the claim either way). Admin access skips only the
+        // "in use by others" check: its counters and a share's capacity still count while the
+        // claim is allocated, as `allocateDevice` runs `checkAvailableCounters` for it too.
+        if !device.shared && self.in_claim.contains(&index) {
+            return None;
+        }
+        let take = match (alternative.admin, device.shared) {
+            (true, true) => Take::AdminShare,
+            (true, false) => Take::Admin,
+            (false, true) => Take::Share,
+            (false, false) => Take::Exclusive,
         };
-        if let Some(take) = take {
-            if self.usage.charges_counters(index, take) && !self.usage.counters_fit(self.inventory, device) {
-                return None;
-            }
-            if !self.usage.card_allows(index, device, take) {
-                return None;
-            }
+        if take == Take::Exclusive && self.usage.exclusive.contains(&index) {
+            return None;
+        }
+        if self.usage.charges_counters(index, take) && !self.usage.counters_fit(self.inventory, device) {
+            return None;
+        }
+        if take.holds_card() && !self.usage.card_allows(index, device, take) {
+            return None;
         }
         let already = if device.shared {
             self.usage.shared_capacity.get(&index).map(Vec::as_slice)
@@ -201,12 +183,7 @@ impl<'s, 'a> Search<'s, 'a> {
         let consumed = capacity::consume(device, alternative.capacity.as_ref(), already)?;
         let constraints = add_all(&mut self.constraints, request.name, &alternative.result_name, device)?;
         let consumed = if device.shared { Some(consumed) } else { None };
-        if let Some(take) = take {
-            self.usage.take(self.inventory, index, take, consumed.as_deref());
-        }
-        if pinned_node {
-            self.node = device.binding.node_name().map(str::to_owned);
-        }
+        self.usage.take(self.inventory, index, take, consumed.as_deref());
         if !device.shared {
             self.in_claim.insert(index);
         }
@@ -217,7 +194,6 @@ impl<'s, 'a> Search<'s, 'a> {
             take,
             consumed,
             constraints,
-            pinned_node,
         })
     }
 
@@ -225,13 +201,8 @@ impl<'s, 'a> Search<'s, 'a> {
         for &c in pick.constraints.iter().rev() {
             self.constraints[c].remove_last();
         }
-        if let Some(take) = pick.take {
-            self.usage
-                .release(self.inventory, pick.device, take, pick.consumed.as_deref());
-        }
-        if pick.pinned_node {
-            self.node = None;
-        }
+        self.usage
+            .release(self.inventory, pick.device, pick.take, pick.consumed.as_deref());
         if !self.inventory.devices[pick.device].shared {
             self.in_claim.remove(&pick.device);
         }

@@ -1,8 +1,10 @@
 //! What is in use: devices allocated exclusively, shares of multi-allocatable devices with their
 //! consumed capacity, counters charged (once per device, also for shared devices: the fix of
 //! dynamic-resource-allocation 89c46e8), and per physical card which kinds of allocation it
-//! carries. Every change returns an undo record, so the search can try and take back picks
-//! without copying the state.
+//! carries. Admin access takes a device from no one, but while its claim is being allocated it
+//! charges counters (and a share's capacity) as the scheduler's `allocateDevice` does. Every
+//! change returns an undo record, so the search can try and take back picks without copying the
+//! state.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,6 +17,23 @@ use crate::inventory::{IndexedDevice, Inventory};
 pub(crate) enum Take {
     Exclusive,
     Share,
+    /// Admin access to a device that is not multi-allocatable: only its counters are charged,
+    /// and only for the claim in flight (committed admin results take nothing).
+    Admin,
+    /// Admin access to a multi-allocatable device: a share for counters and capacity, but
+    /// neither in use for others nor part of the card invariants.
+    AdminShare,
+}
+
+impl Take {
+    fn is_share(self) -> bool {
+        matches!(self, Take::Share | Take::AdminShare)
+    }
+
+    /// Whether the take counts for the card invariants of ARCHITECTURE section 8.
+    pub(crate) fn holds_card(self) -> bool {
+        matches!(self, Take::Exclusive | Take::Share)
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -68,9 +87,11 @@ impl Usage {
         })
     }
 
-    /// Whether the counters must be charged for this take (the first take of a device).
+    /// Whether the counters must be charged for this take: always for a device that is not
+    /// multi-allocatable (admin access too, as `checkAvailableCounters` runs for it), for a
+    /// multi-allocatable one only on its first share (the scheduler's `skipCounterCheck`).
     pub(crate) fn charges_counters(&self, index: usize, take: Take) -> bool {
-        take == Take::Exclusive || !self.shares.contains_key(&index)
+        !take.is_share() || !self.shares.contains_key(&index)
     }
 
     /// ARCHITECTURE section 8: MIG only with MIG; an exclusive Physical alone; shared Physical
@@ -87,6 +108,7 @@ impl Usage {
             Take::Share => {
                 card.mig == 0 && card.physical_exclusive == 0 && card.shared_offers.keys().all(|offer| *offer == index)
             }
+            Take::Admin | Take::AdminShare => true,
         }
     }
 
@@ -101,7 +123,8 @@ impl Usage {
             Take::Exclusive => {
                 self.exclusive.insert(index);
             }
-            Take::Share => {
+            Take::Admin => {}
+            Take::Share | Take::AdminShare => {
                 *self.shares.entry(index).or_default() += 1;
                 if let Some(consumed) = consumed {
                     let total = self
@@ -114,7 +137,7 @@ impl Usage {
                 }
             }
         }
-        if let Some(card) = device.card {
+        if let Some(card) = device.card.filter(|_| take.holds_card()) {
             let card = self.cards.entry(card).or_default();
             if is_mig(device) {
                 card.mig += 1;
@@ -133,7 +156,8 @@ impl Usage {
             Take::Exclusive => {
                 self.exclusive.remove(&index);
             }
-            Take::Share => {
+            Take::Admin => {}
+            Take::Share | Take::AdminShare => {
                 let count = self.shares.entry(index).or_default();
                 *count -= 1;
                 if *count == 0 {
@@ -149,7 +173,11 @@ impl Usage {
         if self.charges_counters(index, take) {
             self.charge(inventory, device, -1);
         }
-        if let Some(card) = device.card.and_then(|c| self.cards.get_mut(&c)) {
+        if let Some(card) = device
+            .card
+            .filter(|_| take.holds_card())
+            .and_then(|c| self.cards.get_mut(&c))
+        {
             if is_mig(device) {
                 card.mig -= 1;
             } else if take == Take::Exclusive {

@@ -1,6 +1,6 @@
 //! Bad input gets a clear answer: unknown classes, CEL errors (with the CEL text), claims nothing
-//! can satisfy (with a short reason), malformed foreign slices (ignored and counted), and the
-//! safety audit naming the claim that broke an invariant.
+//! can satisfy (with a short reason), malformed foreign slices and invalid pools (ignored and
+//! counted), and the safety audit naming the claim that broke an invariant.
 
 use dra_allocator::{AllocationError, Allocator};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
@@ -147,6 +147,47 @@ fn malformed_foreign_slices_are_ignored_and_counted() {
         allocator.allocate(&claim("c", "gpu", None), None).unwrap().is_some(),
         "our pool still works"
     );
+}
+
+#[test]
+fn a_pool_repeating_a_device_name_across_slices_is_never_allocated_from() {
+    // gpus/node-b lists gpu0 in two slices (the API server allows that across slices); which of
+    // the two is meant is unknowable, so the scheduler calls the pool invalid.
+    let slice = |name: &str, device: &str| -> ResourceSlice {
+        from(json!({"metadata": {"name": name}, "spec": {
+            "driver": "gpu.deckhouse.io", "nodeName": "node-b", "pool": {"name": "gpus/node-b", "generation": 1, "resourceSliceCount": 2},
+            "devices": [{"name": device, "attributes": {"deviceType": {"string": "Physical"}}}]}}))
+    };
+    let invalid = [slice("node-b-1", "gpu0"), slice("node-b-2", "gpu0")];
+    let physical = r#"device.attributes["gpu.deckhouse.io"].deviceType == "Physical""#;
+    let mut alone = Allocator::new(&invalid, &[gpu_class()], &[]);
+    assert_eq!(alone.allocate(&claim("c", "gpu", Some(physical)), None).unwrap(), None);
+    let pools = alone.ignored_pools();
+    assert_eq!(pools.len(), 1);
+    assert_eq!(
+        (pools[0].driver.as_str(), pools[0].pool.as_str()),
+        ("gpu.deckhouse.io", "gpus/node-b")
+    );
+    assert!(
+        pools[0]
+            .reason
+            .contains("device gpu0 is listed in slices node-b-1 and node-b-2"),
+        "{}",
+        pools[0].reason
+    );
+    let ignored: Vec<&str> = alone.ignored_slices().iter().map(|s| s.slice.as_str()).collect();
+    assert_eq!(ignored, ["node-b-1", "node-b-2"]);
+
+    let mut beside = Allocator::new(
+        &[invalid[0].clone(), a30_slice(), invalid[1].clone()],
+        &[gpu_class()],
+        &[],
+    );
+    let result = beside
+        .allocate(&claim("c", "gpu", Some(physical)), None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.devices.unwrap().results.unwrap()[0].pool, "gpus/node-a");
 }
 
 #[test]

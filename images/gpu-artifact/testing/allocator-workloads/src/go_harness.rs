@@ -41,6 +41,16 @@ impl GoHarness {
 
     /// Sends every request to one Go process and returns one answer per request, in order.
     pub fn run(&self, requests: &[Value]) -> Vec<Value> {
+        let lines: Vec<String> = requests
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("request serialises"))
+            .collect();
+        self.run_lines(&lines)
+    }
+
+    /// As `run`, for requests already serialised (one JSON object each, no newline): callers with
+    /// many large requests keep them as text, which takes a fraction of a `Value`'s memory.
+    pub fn run_lines(&self, requests: &[String]) -> Vec<Value> {
         let mut child = Command::new(harness_binary(&self.version))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
@@ -49,14 +59,11 @@ impl GoHarness {
             .spawn()
             .expect("start the Go allocator harness");
         let mut stdin = child.stdin.take().expect("stdin");
-        let input: Vec<u8> = requests
-            .iter()
-            .flat_map(|c| {
-                let mut line = serde_json::to_vec(c).expect("request serialises");
-                line.push(b'\n');
-                line
-            })
-            .collect();
+        let mut input = Vec::with_capacity(requests.iter().map(|r| r.len() + 1).sum());
+        for request in requests {
+            input.extend_from_slice(request.as_bytes());
+            input.push(b'\n');
+        }
         let writer = std::thread::spawn(move || stdin.write_all(&input).expect("write requests"));
         let output = child.wait_with_output().expect("harness output");
         writer.join().expect("writer thread");

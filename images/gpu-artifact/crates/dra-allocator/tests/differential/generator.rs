@@ -1,7 +1,8 @@
 //! Random claim streams for the differential test, over inventories of 1-4 cards of A30, A100
 //! and H100 per node, each offered as Physical, as every placement of one MIG profile per size and
 //! (sometimes) as a shared Physical offer, in the 1.34 or the 1.35+ slice layout
-//! (allocator-workloads builds them).
+//! (allocator-workloads builds them). Some requests ask for admin access, mostly to MIG
+//! partitions, whose counters the scheduler still checks for the allocation in flight.
 
 use allocator_workloads::{A30, A100_SXM4_40GB, DRIVER, H100_SXM5_80GB, NodeShape, Rng};
 use serde_json::{Value, json};
@@ -20,9 +21,22 @@ pub fn node_shape(split_layout: bool, taints: bool) -> NodeShape<'static> {
     }
 }
 
-fn exact(rng: &mut Rng, class: &str, taints: bool) -> Value {
+/// Percent of `exactly` requests for MIG partitions that ask for admin access (a quarter of that
+/// for the other classes).
+const ADMIN_PERCENT: u64 = 20;
+
+/// `admin`: whether the request may ask for admin access (subrequests of `firstAvailable` cannot).
+fn exact(rng: &mut Rng, class: &str, taints: bool, admin: bool) -> Value {
     // The API server stores the defaulted mode; the allocator relies on it.
     let mut r = json!({"deviceClassName": class, "allocationMode": "ExactCount", "count": 1 + rng.below(2)});
+    let admin_percent = if class == "gpu-mig" {
+        ADMIN_PERCENT
+    } else {
+        ADMIN_PERCENT / 4
+    };
+    if admin && rng.chance(admin_percent) {
+        r["adminAccess"] = json!(true);
+    }
     if rng.chance(30) {
         let gi = [5, 10, 12, 20, 40][rng.below(5) as usize];
         r["selectors"] = json!([{"cel": {"expression": format!("device.capacity[\"{DRIVER}\"].memory.compareTo(quantity(\"{gi}Gi\")) >= 0")}}]);
@@ -43,9 +57,9 @@ pub fn claim(rng: &mut Rng, name: &str, taints: bool) -> Value {
     for i in 0..n {
         let class = classes[rng.below(4) as usize];
         if rng.chance(25) {
-            let first = exact(rng, "gpu-mig", taints);
+            let first = exact(rng, "gpu-mig", taints, false);
             let second_class = classes[1 + rng.below(2) as usize];
-            let second = exact(rng, second_class, taints);
+            let second = exact(rng, second_class, taints, false);
             let sub = |name: &str, mut r: Value| {
                 r["name"] = json!(name);
                 r
@@ -53,7 +67,7 @@ pub fn claim(rng: &mut Rng, name: &str, taints: bool) -> Value {
             requests
                 .push(json!({"name": format!("r{i}"), "firstAvailable": [sub("mig", first), sub("whole", second)]}));
         } else {
-            requests.push(json!({"name": format!("r{i}"), "exactly": exact(rng, class, taints)}));
+            requests.push(json!({"name": format!("r{i}"), "exactly": exact(rng, class, taints, true)}));
         }
     }
     let mut devices = json!({"requests": requests});
