@@ -1,13 +1,18 @@
-//! gpu-controller: reads the config, wires logging, probes, shutdown and leader election, runs the
-//! DriverReady controller.
+//! gpu-controller: reads the config, wires logging, probes, metrics, shutdown and leader election,
+//! runs the DriverReady controller (while leading) and the inventory metrics (on every replica).
 //!
 //! Environment: `VALIDATOR_NAMESPACE` (default `d8-gpu`), `VALIDATOR_SELECTOR` (default
 //! `app=gpu-driver-validator`), `POD_NAMESPACE` and `POD_NAME` (the Lease and this replica's
-//! identity), `LEADER_ELECTION` (default `true`), `HEALTH_ADDR` (default `0.0.0.0:8080`).
+//! identity), `LEADER_ELECTION` (default `true`), `HEALTH_ADDR` (probes and `/metrics`, default
+//! `0.0.0.0:8080`; the chart binds loopback behind kube-rbac-proxy).
+
+use std::sync::Arc;
 
 use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_termination};
 use controller_plumbing::LeaderElection;
 use driver_readiness::controller::{ValidatorSelector, run};
+use driver_readiness::inventory_metrics;
+use prometheus_client::registry::Registry;
 
 fn env(key: &str, default: &str) -> String {
     std::env::var(key)
@@ -27,9 +32,22 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(?selector, %identity, "starting gpu-controller");
     let shutdown = Shutdown::new();
     let readiness = Readiness::default();
-    HealthServer::start(env("HEALTH_ADDR", "0.0.0.0:8080").parse()?, readiness, shutdown.clone()).await?;
+    let mut registry = Registry::default();
+    let inventory = inventory_metrics::register(&mut registry);
+    HealthServer::start_with_metrics(
+        env("HEALTH_ADDR", "0.0.0.0:8080").parse()?,
+        readiness,
+        Some(Arc::new(registry)),
+        shutdown.clone(),
+    )
+    .await?;
     let client = kube::Client::try_default().await?;
     tokio::spawn(wait_for_termination(shutdown.clone()));
+    tokio::spawn(inventory_metrics::keep_inventory(
+        client.clone(),
+        inventory,
+        shutdown.clone(),
+    ));
     let election = LeaderElection::from_env(client.clone(), "gpu-controller", &identity).await?;
     run(client, selector, election, shutdown).await;
     Ok(())

@@ -4,13 +4,15 @@
 //!
 //! Environment: `NODE_NAME` (required), `NVML_LIBRARY` (default `libnvidia-ml.so.1`),
 //! `ADDITIONAL_XIDS_TO_IGNORE` (comma-separated), `NVML_RESYNC_INTERVAL` (default `60s`, `0` off),
-//! `HEALTH_ADDR` (default `0.0.0.0:8080`), `LOG_LEVEL`, and those of [`node_plugin_config`].
+//! `HEALTH_ADDR` (probes and `/metrics`, default `0.0.0.0:8080`; the chart binds loopback and serves it
+//! through kube-rbac-proxy), `LOG_LEVEL`, and those of [`node_plugin_config`].
 
 mod node_plugin_config;
+mod registration_status;
 
 use std::sync::Arc;
 
-use claim_preparation::{NodeClaims, NodeClaimsLinks};
+use claim_preparation::{ClaimMetrics, NodeClaims, NodeClaimsLinks};
 use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_termination};
 use gpu_vendor::VendorBackend;
 use hardware_status::config::HandlerConfig;
@@ -23,9 +25,7 @@ use slice_publication::{PublicationMetrics, PublisherConfig};
 use tokio::sync::watch;
 
 use crate::node_plugin_config::NodePluginConfig;
-
-/// Ready once the kubelet has confirmed our registration.
-const REGISTERED_GATE: &str = "kubelet-registration";
+use crate::registration_status::{REGISTERED_GATE, RegistrationMetric, follow_registration};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -43,8 +43,11 @@ async fn main() -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     let readiness = Readiness::default();
     readiness.register(REGISTERED_GATE);
-    let mut registry = Registry::with_prefix("gpu_handler");
+    // The metrics name themselves `gpu_handler_*`: a registry prefix would double it.
+    let mut registry = Registry::default();
     let metrics = PublicationMetrics::register(&mut registry);
+    let claim_metrics = ClaimMetrics::register(&mut registry);
+    let registration_metric = RegistrationMetric::register(&mut registry);
     HealthServer::start_with_metrics(
         config.health_addr,
         readiness.clone(),
@@ -66,13 +69,18 @@ async fn main() -> anyhow::Result<()> {
             backend: links.backend.subscribe(),
             after_change: links.trigger.clone(),
         },
+        claim_metrics,
     ));
     tokio::spawn({
         let claims = claims.clone();
         async move { claims.reconcile_when_ready().await }
     });
     let server = PluginServer::start(plugin.plugin(), claims, shutdown.clone()).await?;
-    tokio::spawn(mark_registered(server.registered(), readiness.clone()));
+    tokio::spawn(follow_registration(
+        server.registered(),
+        readiness.clone(),
+        registration_metric,
+    ));
     let publisher = PublisherConfig {
         node_name: config.node_name.clone(),
         driver_name: DRIVER_NAME.to_owned(),
@@ -92,14 +100,4 @@ async fn main() -> anyhow::Result<()> {
     server.stopped().await;
     publishing.await??;
     status
-}
-
-/// Readiness follows the kubelet's answer to our registration.
-async fn mark_registered(mut registered: watch::Receiver<bool>, readiness: Readiness) {
-    loop {
-        readiness.set(REGISTERED_GATE, *registered.borrow_and_update());
-        if registered.changed().await.is_err() {
-            return;
-        }
-    }
 }

@@ -6,15 +6,20 @@
 //! the claim and on every Pod reserved for it; the kubelet shows the error and retries.
 //!
 //! After every prepare or unprepare it wakes the handler's status loop: the card's MIG mode may
-//! have changed, and the offers follow the status.
+//! have changed, and the offers follow the status. Every call is counted and timed, with a bounded
+//! failure reason, and the checkpoint it leaves sets the prepared-claim metrics ([`ClaimMetrics`]).
 //!
 //! It never decides placement (the allocation says where) and never touches a card itself.
 
 mod events;
+mod failure;
+mod metrics;
 mod node_claims;
 mod pods;
 mod resolve;
 
+pub use failure::FailureReason;
+pub use metrics::ClaimMetrics;
 pub use node_claims::{NodeClaims, NodeClaimsLinks};
 pub use pods::{VFIO_ANNOTATION, asks_for_vfio};
 pub use resolve::{ResolveError, resolve_devices};

@@ -4,9 +4,13 @@
 //! and writes only the DriverReady condition, only when it changes, only while leading.
 //!
 //! It never touches `HardwareHealthy` (the node's handler owns it) nor anything on the nodes.
+//!
+//! [`inventory_metrics`] exports gpu-controller's `gpu_physicalgpu_*` metrics: every PhysicalGPU
+//! with its conditions, read-only, on every replica.
 
 pub mod controller;
 pub mod decision;
+pub mod inventory_metrics;
 
 /// Field manager of the DriverReady condition.
 pub const FIELD_MANAGER: &str = "gpu-controller";

@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 use crate::FIELD_MANAGER;
 use crate::config::AgentConfig;
 use crate::desired::{NodeIdentity, desired_gpus, node_labels};
+use crate::metrics::AgentMetrics;
 use crate::writer::InventoryWriter;
 
 mod uevents;
@@ -30,7 +31,13 @@ const BURST_WINDOW: Duration = Duration::from_millis(50);
 
 pub const READY_GATE: &str = "inventory-synced";
 
-pub async fn run(config: AgentConfig, client: Client, shutdown: Shutdown, readiness: Readiness) -> anyhow::Result<()> {
+pub async fn run(
+    config: AgentConfig,
+    client: Client,
+    shutdown: Shutdown,
+    readiness: Readiness,
+    metrics: AgentMetrics,
+) -> anyhow::Result<()> {
     readiness.register(READY_GATE);
     let nodes = Api::<Node>::all(client.clone());
     let Some(node) = retry_until_ok(&format!("reading node {}", config.node_name), &shutdown, || {
@@ -111,20 +118,22 @@ pub async fn run(config: AgentConfig, client: Client, shutdown: Shutdown, readin
                     .await?;
             }
             applied_node_labels = Some(labels.clone());
-            writer
-                .sync(&desired_gpus(&identity, &scan, &facts), &store.state())
-                .await
+            let desired = desired_gpus(&identity, &scan, &facts);
+            let report = writer.sync(&desired, &store.state()).await?;
+            anyhow::Ok((report, desired.len()))
         }
         .await;
         match outcome {
-            Ok(report) => {
+            Ok((report, kept)) => {
                 retry = Backoff::new(Duration::from_millis(200), Duration::from_secs(30));
                 readiness.set(READY_GATE, true);
+                metrics.synced(kept.saturating_sub(report.foreign.len()));
                 if !report.wrote_nothing() || !report.foreign.is_empty() {
                     tracing::info!(?report, gpus = scan.gpus.len(), "inventory synced");
                 }
             }
             Err(error) => {
+                metrics.sync_failed();
                 let delay = retry.next_delay();
                 tracing::warn!(error = %format!("{error:#}"), retry_in = ?delay, "inventory sync failed");
                 let again = trigger.clone();

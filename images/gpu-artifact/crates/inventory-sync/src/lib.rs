@@ -6,11 +6,13 @@
 //! - [`agent`]: the event loop (one sync at start, then kernel uevents and watch events, bursts
 //!   coalesced, no polling).
 //!
-//! It never talks to NVML, allocates, or publishes ResourceSlices.
+//! It never talks to NVML, allocates, or publishes ResourceSlices. Its [`metrics`] count the GPUs
+//! it keeps and the syncs that failed.
 
 pub mod agent;
 pub mod config;
 pub mod desired;
+pub mod metrics;
 pub mod writer;
 
 /// Field manager of everything the node agent writes.

@@ -31,6 +31,8 @@ pub struct Setup {
     /// The fixture host as built (it knows its devices, which the kernel emulator needs).
     pub host: std::sync::Arc<HostTree>,
     pub handler_kubeconfig: PathBuf,
+    /// The node agent's health and metrics port.
+    pub agent_port: u16,
     _agent: ComponentProcess,
 }
 
@@ -85,6 +87,7 @@ pub async fn setup(test: &str, fixture: NamedHost) -> Setup {
         names,
         host,
         handler_kubeconfig,
+        agent_port: port,
         _agent: agent,
     }
 }

@@ -26,6 +26,8 @@ pub struct PluginNode {
     pub s: Setup,
     pub mock: MockInstall,
     pub handler: ComponentProcess,
+    /// The handler's health and metrics port.
+    pub handler_port: u16,
     pub kubelet: KubeletSim,
 }
 
@@ -42,14 +44,13 @@ impl PluginNode {
     /// offers `gpu0` (so DriverReady must become True, by the test or by gpu-controller).
     pub async fn launch(s: Setup, handler_env: &[(&str, String)]) -> Self {
         let mock = s.install_mock("nvml");
-        let handler = start_handler_with(
+        let (handler, handler_port) = start_handler_with(
             &s.ws,
             s.node.name(),
             &s.handler_kubeconfig,
             &mock.library_path(),
             handler_env,
-        )
-        .0;
+        );
         let options = KubeletSimOptions {
             backoff_max: Duration::from_secs(4),
             ..KubeletSimOptions::default()
@@ -59,6 +60,7 @@ impl PluginNode {
             s,
             mock,
             handler,
+            handler_port,
             kubelet,
         };
         node.wait_offered("gpu0").await;

@@ -1,0 +1,172 @@
+//! The handler's claim metrics: every prepare and unprepare the kubelet asked for, by outcome and
+//! duration, and what the checkpoint holds afterwards: how many claims are prepared and, per
+//! prepared device, the card it is on, so a dashboard can join dcgm-exporter's series (`UUID`,
+//! `GPU_I_ID` for a MIG instance) to the claim that holds the card.
+//!
+//! Labels are bounded: an operation's `reason` is a [`FailureReason`]; claim names appear only in
+//! `gpu_handler_prepared_device_info`, one series per prepared device, gone with the claim.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use dra_offers::OfferedDevice;
+use node_prepare::{CheckpointClaim, CheckpointDevice, ClaimState};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::failure::FailureReason;
+
+/// Which kubelet call a claim operation answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimOperation {
+    Prepare,
+    Unprepare,
+}
+
+impl ClaimOperation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Prepare => "prepare",
+            Self::Unprepare => "unprepare",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    operation: &'static str,
+    /// `success` or `failure`.
+    result: &'static str,
+    /// Empty on success (Prometheus drops empty labels).
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DurationLabels {
+    operation: &'static str,
+}
+
+/// `UUID` and `GPU_I_ID` are spelled as dcgm-exporter spells them, so `on (UUID, GPU_I_ID)` joins.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[allow(non_snake_case)]
+struct PreparedDeviceLabels {
+    claim_namespace: String,
+    claim: String,
+    device: String,
+    physicalgpu: String,
+    /// The card's UUID (a MIG device's parent card).
+    UUID: String,
+    /// The MIG device's GPU instance id; empty for a whole card.
+    GPU_I_ID: String,
+}
+
+type DurationFamily = Family<DurationLabels, Histogram, fn() -> Histogram>;
+
+/// Up to the kubelet's 45 s timeout of a prepare call; MIG creation and VFIO binding take seconds.
+fn duration_histogram() -> Histogram {
+    Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 45.0, 90.0])
+}
+
+#[derive(Clone)]
+pub struct ClaimMetrics {
+    operations: Family<OperationLabels, Counter>,
+    durations: DurationFamily,
+    prepared_claims: Gauge,
+    prepared_devices: Family<PreparedDeviceLabels, Gauge>,
+}
+
+impl ClaimMetrics {
+    pub fn register(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            operations: Family::default(),
+            durations: Family::new_with_constructor(duration_histogram),
+            prepared_claims: Gauge::default(),
+            prepared_devices: Family::default(),
+        };
+        registry.register(
+            "gpu_handler_claim_operations",
+            "Claim prepares and unprepares the kubelet asked for, by result; reason names the failing step or error kind",
+            metrics.operations.clone(),
+        );
+        registry.register(
+            "gpu_handler_claim_operation_duration_seconds",
+            "Time a claim prepare or unprepare took, API reads and the node's pipeline together",
+            metrics.durations.clone(),
+        );
+        registry.register(
+            "gpu_handler_prepared_claims",
+            "Claims the node's checkpoint records as prepared",
+            metrics.prepared_claims.clone(),
+        );
+        registry.register(
+            "gpu_handler_prepared_device_info",
+            "1 for every device of a prepared claim, with the card it is on (join dcgm-exporter on UUID and GPU_I_ID)",
+            metrics.prepared_devices.clone(),
+        );
+        metrics
+    }
+
+    /// Counts one operation that took `took`; `failure` is its reason when it failed.
+    pub(crate) fn record(&self, operation: ClaimOperation, took: Duration, failure: Option<FailureReason>) {
+        let labels = OperationLabels {
+            operation: operation.as_str(),
+            result: if failure.is_some() { "failure" } else { "success" },
+            reason: failure.map(FailureReason::as_str).unwrap_or_default(),
+        };
+        self.operations.get_or_create(&labels).inc();
+        self.durations
+            .get_or_create(&DurationLabels {
+                operation: operation.as_str(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Replaces the checkpoint gauges with `claims` (by UID), counting only completed claims: a
+    /// started one is either in progress or rolled back at the next start.
+    pub(crate) fn set_checkpoint(&self, claims: &BTreeMap<String, CheckpointClaim>) {
+        let completed: Vec<&CheckpointClaim> = claims
+            .values()
+            .filter(|claim| claim.state == ClaimState::PrepareCompleted)
+            .collect();
+        self.prepared_claims.set(completed.len() as i64);
+        self.prepared_devices.clear();
+        for claim in completed {
+            for device in &claim.devices {
+                self.prepared_devices
+                    .get_or_create(&device_labels(claim, device))
+                    .set(1);
+            }
+        }
+    }
+}
+
+fn device_labels(claim: &CheckpointClaim, device: &CheckpointDevice) -> PreparedDeviceLabels {
+    let (uuid, physical_gpu) = match &device.target {
+        OfferedDevice::Physical { uuid, physical_gpu, .. }
+        | OfferedDevice::SharedPhysical { uuid, physical_gpu, .. } => (uuid, physical_gpu),
+        OfferedDevice::Mig {
+            parent_uuid,
+            physical_gpu,
+            ..
+        } => (parent_uuid, physical_gpu),
+    };
+    PreparedDeviceLabels {
+        claim_namespace: claim.namespace.clone(),
+        claim: claim.name.clone(),
+        device: device.device.clone(),
+        physicalgpu: physical_gpu.clone(),
+        UUID: uuid.clone(),
+        GPU_I_ID: device
+            .mig_instance
+            .as_ref()
+            .map(|instance| instance.gpu_instance_id.to_string())
+            .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

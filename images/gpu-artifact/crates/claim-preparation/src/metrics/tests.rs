@@ -1,0 +1,145 @@
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use dra_offers::OfferedDevice;
+use gpu_vendor::MigPlacement;
+use node_prepare::{CheckpointClaim, CheckpointDevice, ClaimState, MigInstanceRecord};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::registry::Registry;
+
+use super::*;
+
+fn metrics() -> (ClaimMetrics, Registry) {
+    let mut registry = Registry::default();
+    let metrics = ClaimMetrics::register(&mut registry);
+    (metrics, registry)
+}
+
+fn text(registry: &Registry) -> String {
+    let mut text = String::new();
+    encode(&mut text, registry).unwrap();
+    text
+}
+
+fn device(name: &str, target: OfferedDevice, mig_instance: Option<MigInstanceRecord>) -> CheckpointDevice {
+    CheckpointDevice {
+        request: "gpu".into(),
+        pool: "gpus/w1".into(),
+        device: name.into(),
+        share_id: None,
+        target,
+        cdi_device_ids: vec![],
+        mig_instance,
+        sharing: None,
+        vfio: None,
+    }
+}
+
+fn claim(name: &str, state: ClaimState, devices: Vec<CheckpointDevice>) -> CheckpointClaim {
+    CheckpointClaim {
+        namespace: "ml".into(),
+        name: name.into(),
+        state,
+        devices,
+    }
+}
+
+#[test]
+fn operations_are_counted_by_result_and_reason_and_timed() {
+    let (metrics, registry) = metrics();
+    metrics.record(ClaimOperation::Prepare, Duration::from_millis(300), None);
+    metrics.record(
+        ClaimOperation::Prepare,
+        Duration::from_secs(3),
+        Some(FailureReason::VendorCall),
+    );
+    metrics.record(
+        ClaimOperation::Prepare,
+        Duration::from_secs(4),
+        Some(FailureReason::VendorCall),
+    );
+    metrics.record(ClaimOperation::Unprepare, Duration::from_millis(20), None);
+    let text = text(&registry);
+    for line in [
+        r#"gpu_handler_claim_operations_total{operation="prepare",result="success",reason=""} 1"#,
+        r#"gpu_handler_claim_operations_total{operation="prepare",result="failure",reason="VendorCall"} 2"#,
+        r#"gpu_handler_claim_operations_total{operation="unprepare",result="success",reason=""} 1"#,
+        r#"gpu_handler_claim_operation_duration_seconds_count{operation="prepare"} 3"#,
+        r#"gpu_handler_claim_operation_duration_seconds_sum{operation="prepare"} 7.3"#,
+        r#"gpu_handler_claim_operation_duration_seconds_bucket{le="0.5",operation="prepare"} 1"#,
+        r#"gpu_handler_claim_operation_duration_seconds_bucket{le="5.0",operation="prepare"} 3"#,
+        r#"gpu_handler_claim_operation_duration_seconds_count{operation="unprepare"} 1"#,
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+}
+
+#[test]
+fn the_checkpoint_sets_prepared_claims_and_the_cards_they_hold() {
+    let (metrics, registry) = metrics();
+    let card = "0000:01:00.0".parse().unwrap();
+    let whole = OfferedDevice::Physical {
+        pci_address: "0000:41:00.0".parse().unwrap(),
+        uuid: "GPU-bbbb".into(),
+        physical_gpu: "w1-1-10de-20b7".into(),
+    };
+    let mig = OfferedDevice::Mig {
+        pci_address: card,
+        parent_uuid: "GPU-aaaa".into(),
+        physical_gpu: "w1-0-10de-20b7".into(),
+        profile_id: 14,
+        profile_name: "2g.12gb".into(),
+        placement: MigPlacement { start: 0, size: 2 },
+    };
+    let instance = MigInstanceRecord {
+        gpu_instance_id: 5,
+        compute_instance_id: 0,
+        uuid: "MIG-cccc".into(),
+    };
+    let claims = BTreeMap::from([
+        (
+            "uid-a".to_owned(),
+            claim(
+                "train",
+                ClaimState::PrepareCompleted,
+                vec![device("gpu0-mig-2g12gb-0", mig, Some(instance))],
+            ),
+        ),
+        (
+            "uid-b".to_owned(),
+            claim(
+                "infer",
+                ClaimState::PrepareCompleted,
+                vec![device("gpu1", whole.clone(), None)],
+            ),
+        ),
+        (
+            "uid-c".to_owned(),
+            claim(
+                "half-done",
+                ClaimState::PrepareStarted,
+                vec![device("gpu1", whole, None)],
+            ),
+        ),
+    ]);
+    metrics.set_checkpoint(&claims);
+    let body = text(&registry);
+    assert!(body.contains("gpu_handler_prepared_claims 2\n"), "{body}");
+    assert!(
+        body.contains(r#"gpu_handler_prepared_device_info{claim_namespace="ml",claim="train",device="gpu0-mig-2g12gb-0",physicalgpu="w1-0-10de-20b7",UUID="GPU-aaaa",GPU_I_ID="5"} 1"#),
+        "{body}"
+    );
+    assert!(
+        body.contains(r#"gpu_handler_prepared_device_info{claim_namespace="ml",claim="infer",device="gpu1",physicalgpu="w1-1-10de-20b7",UUID="GPU-bbbb",GPU_I_ID=""} 1"#),
+        "{body}"
+    );
+    assert!(!body.contains("half-done"), "a started claim is not prepared: {body}");
+
+    metrics.set_checkpoint(&BTreeMap::new());
+    let body = text(&registry);
+    assert!(body.contains("gpu_handler_prepared_claims 0\n"), "{body}");
+    assert!(
+        !body.contains("claim=\"train\""),
+        "unprepared claims leave no series: {body}"
+    );
+}

@@ -1,0 +1,304 @@
+//! The module's monitoring queries only metrics our components really serve. The test runs
+//! gpu-node-agent and gpu-handler on a fixture node with the mock NVML and the kubelet simulator
+//! (the plugin-node harness), gpu-controller and gpu-dra-controller; one claim is prepared and
+//! unprepared and one is refused, and the handler, the agent and both controllers report what
+//! happened. Then every `gpu_*` name queried in `monitoring/` (the rules' `expr`, the dashboards'
+//! targets and templating queries) must be served by one of the components' scrapes: a counter
+//! through its `_total` series, a histogram through `_bucket`/`_sum`/`_count`. A family without
+//! series is not served at all, so the scrapes are taken while the claim is prepared and after.
+//! `tools/test/module-checks.sh` checks the kube-state-metrics and DCGM names.
+//!
+//! gpu-controller acts on every PhysicalGPU of the shared cluster: it waits behind a Lease another
+//! holder keeps, so it never writes DriverReady (its inventory metrics need no leadership). The
+//! allocation metrics come from the leader's audit, so gpu-dra-controller leads, as in
+//! `dra_controller.rs`; it allocates nothing here (no claim of this test is standalone or gated).
+
+mod handler_node;
+mod monitoring_queries;
+mod plugin_node;
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use host_fixtures::NamedHost;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::DeviceClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::DeleteParams;
+use kube::{Api, ResourceExt};
+use monitoring_queries::{queried_gpu_metrics, served_names, value};
+use plugin_node::PluginNode;
+use serde_json::json;
+use support::components::*;
+use support::*;
+use testbed::{ComponentProcess, Progress, TestNamespace, wait_until};
+
+/// Who holds gpu-controller's Lease in this test.
+const LEASE_HOLDER: &str = "another-replica";
+
+fn scrape(port: u16) -> anyhow::Result<String> {
+    let out = std::process::Command::new("curl")
+        .args(["-fsS", "--max-time", "5", &format!("http://127.0.0.1:{port}/metrics")])
+        .output()?;
+    anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// Lease `name` in `ns`, held by someone else for an hour: a controller competing for it waits.
+async fn hold_lease(ns: &TestNamespace, name: &str) {
+    let lease = Lease {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(LEASE_HOLDER.to_owned()),
+            lease_duration_seconds: Some(3600),
+            acquire_time: Some(MicroTime(Timestamp::now())),
+            renew_time: Some(MicroTime(Timestamp::now())),
+            ..LeaseSpec::default()
+        }),
+    };
+    create(&ns.api::<Lease>(), &lease).await;
+}
+
+/// Starts controller `name` of the module under `rules`, its Lease in `ns`; returns the process and
+/// its health and metrics port once it is ready.
+async fn start_controller(
+    ns: &TestNamespace,
+    ws: &AgentWorkspace,
+    name: &str,
+    rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
+) -> (ComponentProcess, u16) {
+    let kubeconfig = kubeconfig_for(ns, name, rules, ws.dir.path()).await;
+    let port = free_port();
+    let env = [
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("POD_NAMESPACE", ns.name().to_owned()),
+        ("POD_NAME", format!("{name}-0")),
+        ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
+        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
+        ("LOG_LEVEL", "Debug".to_owned()),
+    ];
+    let process = ComponentProcess::start(name, &env, &ws.logs()).unwrap();
+    wait_ready(port, &process).await;
+    (process, port)
+}
+
+/// Scrapes `port` until `done` holds for the text; returns it.
+async fn metrics_when(port: u16, process: &ComponentProcess, what: &str, done: impl Fn(&str) -> bool) -> String {
+    wait_until(what, Duration::from_secs(60), || async {
+        let text = scrape(port)?;
+        Ok(if done(&text) {
+            Progress::Done(text)
+        } else {
+            let ours: Vec<&str> = text.lines().filter(|l| l.starts_with("gpu_")).collect();
+            Progress::Pending(ours.join("\n"))
+        })
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n--- {} log ---\n{}", process.name(), process.log()))
+}
+
+fn device_type_class(ns: &TestNamespace, name: &str, device_type: &str) -> DeviceClass {
+    let expression = format!(
+        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "{device_type}""#
+    );
+    device_class(ns, name, &expression, None)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_component() {
+    let node = PluginNode::start("monitoring", NamedHost::A30Pcie, &[]).await;
+    let ns = &node.s.ns;
+    hold_lease(ns, "gpu-controller").await;
+    let (controller, controller_port) = start_controller(ns, &node.s.ws, "gpu-controller", controller_rules()).await;
+    let (allocator, allocator_port) =
+        start_controller(ns, &node.s.ws, "gpu-dra-controller", dra_controller_rules()).await;
+    let gpu = node.s.gpus.get(&node.s.name).await.unwrap();
+    let uuid = gpu
+        .status
+        .as_ref()
+        .and_then(|s| s.current_state.as_ref()?.nvidia.as_ref()?.gpu_uuid.clone())
+        .expect("the handler read the card's UUID before it offered it");
+
+    // A whole card prepared, then unprepared: the handler counts both and its gauges follow the checkpoint.
+    let classes = Api::<DeviceClass>::all(ns.client());
+    let whole = create(&classes, &device_type_class(ns, "whole", "Physical")).await;
+    one_request_template(ns, "whole", json!({"deviceClassName": whole.name_any()}), None).await;
+    create(&ns.api::<Pod>(), &templated_pod("trainer", node.s.node.name(), "whole")).await;
+    let prepared = node.wait_prepared("trainer").await;
+    let claim = prepared.keys().next().unwrap().clone();
+    let mut scrapes: Vec<(&str, String)> = Vec::new();
+    let text = metrics_when(
+        node.handler_port,
+        &node.handler,
+        "the prepared claim in the handler's metrics",
+        |t| value(t, "gpu_handler_prepared_claims", &[]) == Some(1.0),
+    )
+    .await;
+    scrapes.push(("gpu-handler", text.clone()));
+    let success = [("operation", "prepare"), ("result", "success")];
+    assert!(
+        value(&text, "gpu_handler_claim_operations_total", &success) >= Some(1.0),
+        "{text}"
+    );
+    assert!(
+        value(
+            &text,
+            "gpu_handler_claim_operation_duration_seconds_count",
+            &[("operation", "prepare")]
+        ) >= Some(1.0),
+        "{text}"
+    );
+    let device = [
+        ("claim_namespace", ns.name()),
+        ("claim", claim.as_str()),
+        ("device", "gpu0"),
+        ("physicalgpu", node.s.name.as_str()),
+        ("UUID", uuid.as_str()),
+        ("GPU_I_ID", ""),
+    ];
+    assert_eq!(
+        value(&text, "gpu_handler_prepared_device_info", &device),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(value(&text, "gpu_handler_plugin_registered", &[]), Some(1.0), "{text}");
+    // The allocator's audit counts the scheduler's allocation by class, device type and node.
+    let allocation = [
+        ("class", whole.name_any()),
+        ("deviceType", "Physical".to_owned()),
+        ("node", node.s.node.name().to_owned()),
+    ];
+    let allocation: Vec<(&str, &str)> = allocation.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let text = metrics_when(
+        allocator_port,
+        &allocator,
+        "the allocation in gpu-dra-controller's metrics",
+        |t| value(t, "gpu_dra_claim_allocations", &allocation) == Some(1.0),
+    )
+    .await;
+    scrapes.push(("gpu-dra-controller", text));
+
+    ns.api::<Pod>()
+        .delete("trainer", &DeleteParams::default())
+        .await
+        .unwrap();
+    node.wait_pod_gone("trainer").await;
+    let text = metrics_when(
+        node.handler_port,
+        &node.handler,
+        "the unprepared claim gone from the metrics",
+        |t| value(t, "gpu_handler_prepared_claims", &[]) == Some(0.0),
+    )
+    .await;
+    let unprepared = [("operation", "unprepare"), ("result", "success")];
+    assert!(
+        value(&text, "gpu_handler_claim_operations_total", &unprepared) >= Some(1.0),
+        "{text}"
+    );
+    assert_eq!(value(&text, "gpu_handler_prepared_device_info", &[]), None, "{text}");
+
+    // A MIG device asked for a virtual machine is refused: counted as a failure with its reason.
+    let mig = create(&classes, &device_type_class(ns, "mig", "MIG")).await;
+    one_request_template(ns, "mig", json!({"deviceClassName": mig.name_any()}), None).await;
+    let mut vm = templated_pod("vm", node.s.node.name(), "mig");
+    vm.metadata.annotations = Some([("gpu.deckhouse.io/vfio".to_owned(), "true".to_owned())].into());
+    create(&ns.api::<Pod>(), &vm).await;
+    node.wait_prepare_failure_on_pod().await;
+    let refused = [("operation", "prepare"), ("result", "failure"), ("reason", "Refused")];
+    let text = metrics_when(node.handler_port, &node.handler, "the refused prepare counted", |t| {
+        value(t, "gpu_handler_claim_operations_total", &refused) >= Some(1.0)
+    })
+    .await;
+    scrapes.push(("gpu-handler", text));
+
+    // The node agent counts the card it keeps a PhysicalGPU for.
+    let agent_text = scrape(node.s.agent_port).unwrap();
+    assert_eq!(
+        value(&agent_text, "gpu_node_agent_gpus", &[]),
+        Some(1.0),
+        "{agent_text}"
+    );
+    assert_eq!(
+        value(&agent_text, "gpu_node_agent_sync_errors_total", &[]),
+        Some(0.0),
+        "{agent_text}"
+    );
+    scrapes.push(("gpu-node-agent", agent_text));
+
+    // gpu-controller shows the card with its node, model and every condition it has.
+    let model = gpu.labels()["gpu.deckhouse.io/device"].clone();
+    let text = wait_until(
+        "the card's conditions in gpu-controller's metrics",
+        Duration::from_secs(60),
+        || async {
+            let gpu = node.s.gpus.get(&node.s.name).await?;
+            let text = scrape(controller_port)?;
+            let base = [
+                ("physicalgpu", node.s.name.as_str()),
+                ("node", node.s.node.name()),
+                ("model", model.as_str()),
+            ];
+            let info = [&base[..], &[("UUID", uuid.as_str()), ("pci_address", node.s.address)]].concat();
+            let conditions = gpu.status.and_then(|s| s.conditions).unwrap_or_default();
+            let all_shown = value(&text, "gpu_physicalgpu_info", &info) == Some(1.0)
+                && conditions.len() == 2
+                && conditions.iter().all(|c| {
+                    let labels = [
+                        &base[..],
+                        &[
+                            ("condition", c.type_.as_str()),
+                            ("status", c.status.as_str()),
+                            ("reason", c.reason.as_str()),
+                        ],
+                    ]
+                    .concat();
+                    value(&text, "gpu_physicalgpu_condition", &labels) == Some(1.0)
+                });
+            Ok(if all_shown {
+                Progress::Done(text)
+            } else {
+                Progress::Pending(format!("{conditions:?}\n{text}"))
+            })
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n--- gpu-controller log ---\n{}", controller.log()));
+    scrapes.push(("gpu-controller", text));
+    scrapes.push(("gpu-dra-controller", scrape(allocator_port).unwrap()));
+
+    // Every gpu_* name the rules and dashboards query is one the components served.
+    let mut served: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (component, text) in &scrapes {
+        served.entry(component).or_default().extend(served_names(text));
+    }
+    let queried = queried_gpu_metrics();
+    for prefix in ["gpu_handler_", "gpu_node_agent_", "gpu_physicalgpu_", "gpu_dra_"] {
+        assert!(
+            queried.keys().any(|name| name.starts_with(prefix)),
+            "monitoring/ queries no {prefix}* metric: {queried:?}"
+        );
+    }
+    let missing: Vec<String> = queried
+        .iter()
+        .filter(|(name, _)| !served.values().any(|names| names.contains(*name)))
+        .map(|(name, files)| format!("{name} (queried in {files:?})"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "queried but served by no component: {missing:#?}\nserved: {served:#?}"
+    );
+
+    // gpu-controller never led: its Lease is still the other holder's.
+    let lease = ns.api::<Lease>().get("gpu-controller").await.unwrap();
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some(LEASE_HOLDER)
+    );
+    drop((controller, allocator));
+}
