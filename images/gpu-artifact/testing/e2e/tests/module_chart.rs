@@ -90,24 +90,16 @@ fn node_components_follow_the_bootstrap_lists() {
 fn dra_parts_follow_the_discovered_api_server() {
     for version in [&["driver-ready"][..], &["driver-ready", "kubernetes-newest"][..]] {
         let objects = render_chart(version);
+        // dcgm-exporter's DRA mode maps only the driver gpu.nvidia.com: off, and no API access for it.
         assert_eq!(
             env(&objects, "gpu-dcgm-exporter", "dcgm-exporter", "KUBERNETES_ENABLE_DRA"),
-            "true"
+            "false"
         );
         assert_eq!(env(&objects, "gpu-handler", "gpu-handler", "MIG_OFFERS"), "true");
-        assert!(of_kind(&objects, "ClusterRole").any(|r| r["metadata"]["name"] == "d8:gpu:gpu-dcgm-exporter"));
+        assert!(!of_kind(&objects, "ClusterRole").any(|r| r["metadata"]["name"] == "d8:gpu:gpu-dcgm-exporter"));
     }
     let gates_off = render_chart(&["driver-ready", "dra-gates-off"]);
     assert_eq!(env(&gates_off, "gpu-handler", "gpu-handler", "MIG_OFFERS"), "false");
-    assert_eq!(
-        env(
-            &gates_off,
-            "gpu-dcgm-exporter",
-            "dcgm-exporter",
-            "KUBERNETES_ENABLE_DRA"
-        ),
-        "true"
-    );
 }
 
 fn deployment<'a>(objects: &'a [Value], name: &str) -> Option<&'a Value> {
@@ -253,6 +245,53 @@ fn own_images_pre_create_exactly_the_paths_they_mount() {
             "images/{dir}/mount-points.yaml against the rendered volumeMounts"
         );
     }
+}
+
+/// Every kube-rbac-proxy sidecar authorises scrapers by `get` on its workload's prometheus-metrics
+/// subresource; Prometheus must be granted exactly those, or its scrapes get 403.
+#[test]
+fn prometheus_may_scrape_every_metrics_proxy() {
+    let objects = render_chart(&["driver-ready"]);
+    let mut proxied = BTreeSet::new();
+    for workload in objects
+        .iter()
+        .filter(|o| o["kind"] == "DaemonSet" || o["kind"] == "Deployment")
+    {
+        for container in workload["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
+            let config = container["env"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| e["name"] == "KUBE_RBAC_PROXY_CONFIG");
+            let Some(config) = config else { continue };
+            let config: Value = serde_yaml::from_str(config["value"].as_str().unwrap()).unwrap();
+            let target = &config["upstreams"][0]["authorization"]["resourceAttributes"];
+            proxied.insert(format!(
+                "{}/{}/{}",
+                target["resource"].as_str().unwrap(),
+                target["subresource"].as_str().unwrap(),
+                target["name"].as_str().unwrap()
+            ));
+        }
+    }
+    let role = of_kind(&objects, "Role")
+        .find(|r| r["metadata"]["name"] == "access-to-gpu-prometheus-metrics")
+        .expect("the Role for Prometheus");
+    let granted: BTreeSet<String> = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|rule| {
+            let resource = rule["resources"][0].as_str().unwrap().to_owned();
+            rule["resourceNames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |n| format!("{resource}/{}", n.as_str().unwrap()))
+        })
+        .collect();
+    assert!(proxied.len() >= 5, "{proxied:?}");
+    assert_eq!(granted, proxied);
 }
 
 #[tokio::test]
