@@ -78,7 +78,10 @@ pub async fn slices(ns: &TestNamespace, nodes: &[&PluginNode]) {
             let devices = slice.spec.devices.as_deref().unwrap_or_default();
             let counter_sets = slice.spec.shared_counters.as_deref().unwrap_or_default();
             let mig = devices.iter().filter(|d| d.name.contains("-mig-")).count();
-            let shared = devices.iter().filter(|d| d.allow_multiple_allocations == Some(true)).count();
+            let shared = devices
+                .iter()
+                .filter(|d| d.allow_multiple_allocations == Some(true))
+                .count();
             println!(
                 "   {:<52} generation {} of {} slices: {} counter sets, {} devices ({} whole cards, {} shared offers, {} MIG placements)",
                 slice.name_any(),
