@@ -48,14 +48,10 @@ pub async fn follow_registration(
 mod tests {
     use std::time::Duration;
 
-    use prometheus_client::encoding::text::encode;
-
     use super::*;
 
     fn scrape(registry: &Registry) -> String {
-        let mut text = String::new();
-        encode(&mut text, registry).unwrap();
-        text
+        component_base::metrics_text(registry).unwrap()
     }
 
     async fn settle() {

@@ -92,10 +92,16 @@ impl HealthServer {
     }
 }
 
-async fn metrics(registry: Arc<Registry>) -> (StatusCode, [(&'static str, &'static str); 1], String) {
+/// The OpenMetrics text of `registry`, exactly as `/metrics` serves it.
+pub fn metrics_text(registry: &Registry) -> Result<String, std::fmt::Error> {
     let mut body = String::new();
-    match prometheus_client::encoding::text::encode(&mut body, &registry) {
-        Ok(()) => (
+    prometheus_client::encoding::text::encode(&mut body, registry)?;
+    Ok(body)
+}
+
+async fn metrics(registry: Arc<Registry>) -> (StatusCode, [(&'static str, &'static str); 1], String) {
+    match metrics_text(&registry) {
+        Ok(body) => (
             StatusCode::OK,
             [(
                 "content-type",

@@ -8,6 +8,6 @@ mod health;
 mod logging;
 mod shutdown;
 
-pub use health::{HealthServer, Readiness};
+pub use health::{HealthServer, Readiness, metrics_text};
 pub use logging::{LogLevel, LogLevelError, init_logging};
 pub use shutdown::{Shutdown, wait_for_termination};

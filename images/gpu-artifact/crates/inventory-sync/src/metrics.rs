@@ -39,14 +39,11 @@ impl AgentMetrics {
 
 #[cfg(test)]
 mod tests {
-    use prometheus_client::encoding::text::encode;
 
     use super::*;
 
     fn scrape(registry: &Registry) -> String {
-        let mut text = String::new();
-        encode(&mut text, registry).unwrap();
-        text
+        component_base::metrics_text(registry).unwrap()
     }
 
     #[test]

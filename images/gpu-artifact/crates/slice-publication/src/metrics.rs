@@ -76,7 +76,6 @@ impl PublicationMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use prometheus_client::encoding::text::encode;
 
     #[test]
     fn reduced_offers_and_writes_are_exposed() {
@@ -87,8 +86,7 @@ mod tests {
         metrics.count_write("apply");
         metrics.count_write("apply");
         metrics.count_write("delete");
-        let mut text = String::new();
-        encode(&mut text, &registry).unwrap();
+        let text = component_base::metrics_text(&registry).unwrap();
         assert!(
             text.contains("gpu_handler_offers_reduced{reason=\"CountersDropped\"} 1"),
             "{text}"

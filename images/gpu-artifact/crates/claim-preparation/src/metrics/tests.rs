@@ -4,7 +4,6 @@ use std::time::Duration;
 use dra_offers::OfferedDevice;
 use gpu_vendor::MigPlacement;
 use node_prepare::{CheckpointClaim, CheckpointDevice, ClaimState, MigInstanceRecord};
-use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 
 use super::*;
@@ -16,9 +15,7 @@ fn metrics() -> (ClaimMetrics, Registry) {
 }
 
 fn text(registry: &Registry) -> String {
-    let mut text = String::new();
-    encode(&mut text, registry).unwrap();
-    text
+    component_base::metrics_text(registry).unwrap()
 }
 
 fn device(name: &str, target: OfferedDevice, mig_instance: Option<MigInstanceRecord>) -> CheckpointDevice {

@@ -1,12 +1,9 @@
-use prometheus_client::encoding::text::encode;
 use serde_json::json;
 
 use super::*;
 
 fn scrape(registry: &Registry) -> String {
-    let mut text = String::new();
-    encode(&mut text, registry).unwrap();
-    text
+    component_base::metrics_text(registry).unwrap()
 }
 
 fn gpu(name: &str, healthy: &str) -> PhysicalGPU {
