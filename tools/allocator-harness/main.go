@@ -9,7 +9,8 @@
 //	answer: {"node":"n1","allocation":AllocationResult} | {"unsatisfiable":true} | {"error":"..."}
 //
 // Benchmark mode (bench.go) uses the same stream with request lines {"load":...},
-// {"bench":...} and {"replay":...} instead of cases.
+// {"bench":...} and {"replay":...} instead of cases; CEL mode (cel.go) uses
+// {"celCompile":...} and {"celDeclarations":true}.
 //
 // The claim is offered to each node in the given order; the first node where the
 // allocator finds a solution wins, exactly as one scheduling attempt per node would.
@@ -146,13 +147,17 @@ func main() {
 	encoder := json.NewEncoder(out)
 	session := &benchSession{}
 	for decoder.More() {
-		var c request
+		var c requestLine
 		var a any
 		if err := decoder.Decode(&c); err != nil {
 			_ = encoder.Encode(answer{Error: fmt.Sprintf("decode case: %v", err)})
 			return
 		}
 		switch {
+		case c.CelCompile != nil:
+			a = celCompile(*c.CelCompile)
+		case c.CelDeclarations:
+			a = celDeclarations()
 		case c.Load != nil:
 			a = session.load(c.Load)
 		case c.Bench != nil:

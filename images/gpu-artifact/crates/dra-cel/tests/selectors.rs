@@ -107,7 +107,12 @@ fn kubernetes_selectors_match_like_the_scheduler() {
         (r#""gpu.deckhouse.io" in device.attributes"#, true),
         (r#"device.allowMultipleAllocations"#, false),
         (r#"isQuantity("1Gi") && !isSemver("1.2")"#, true),
-        (r#"["a", "b"].join("-") == "a-b""#, true),
+        (r#""a-b".split("-").size() == 2"#, true),
+        (
+            r#"cel.bind(gpu, device.attributes["gpu.deckhouse.io"], gpu.deviceType == "MIG" && gpu.ccMajor == 8)"#,
+            true,
+        ),
+        (r#"cel.bind(x, 2, x * x) == 4"#, true),
         (
             r#"device.attributes["gpu.deckhouse.io"].exists(k, k == "migProfile")"#,
             true,

@@ -1,0 +1,146 @@
+//! The comprehension macros: `all`, `exists`, `exists_one` and their two-variable forms, and the
+//! list and map builders `map`, `filter`, `transformList`, `transformMap`, `transformMapEntry`
+//! (cel-go `parser/macro.go` and `ext/comprehensions.go`).
+
+use cel::common::ast::{ComprehensionExpr, Expr, IdedExpr, LiteralValue, MapExpr};
+
+use super::nodes::{call, comprehension, ident, iteration_variable, list, literal, two_variables};
+use super::{ACCUMULATOR, Expansion, Helper};
+
+#[derive(Clone, Copy)]
+pub(super) enum Quantifier {
+    All,
+    Exists,
+    ExistsOne,
+}
+
+pub(super) fn quantifier(
+    kind: Quantifier,
+    two: bool,
+) -> impl Fn(Helper, &mut Option<IdedExpr>, &mut Vec<IdedExpr>) -> Expansion {
+    move |h, target, args| {
+        let predicate = args.pop().expect("arity");
+        let (var, var2) = if two {
+            two_variables(h, &args[0], &args[1])?
+        } else {
+            (iteration_variable(h, &args[0], "argument must be a simple name")?, None)
+        };
+        let accu = || Expr::Ident(ACCUMULATOR.to_owned());
+        let (init, cond, step, result) = match kind {
+            Quantifier::All => {
+                let init = literal(h, LiteralValue::Boolean(true.into()));
+                let a = h.next_expr(accu());
+                let cond = call(h, "@not_strictly_false", None, vec![a]);
+                let a = h.next_expr(accu());
+                (
+                    init,
+                    cond,
+                    call(h, "_&&_", None, vec![a, predicate]),
+                    h.next_expr(accu()),
+                )
+            }
+            Quantifier::Exists => {
+                let init = literal(h, LiteralValue::Boolean(false.into()));
+                let a = h.next_expr(accu());
+                let not = call(h, "!_", None, vec![a]);
+                let cond = call(h, "@not_strictly_false", None, vec![not]);
+                let a = h.next_expr(accu());
+                (
+                    init,
+                    cond,
+                    call(h, "_||_", None, vec![a, predicate]),
+                    h.next_expr(accu()),
+                )
+            }
+            Quantifier::ExistsOne => {
+                let init = literal(h, LiteralValue::Int(0.into()));
+                let cond = literal(h, LiteralValue::Boolean(true.into()));
+                let (a, one) = (h.next_expr(accu()), literal(h, LiteralValue::Int(1.into())));
+                let add = call(h, "_+_", None, vec![a, one]);
+                let a = h.next_expr(accu());
+                let step = call(h, "_?_:_", None, vec![predicate, add, a]);
+                let (a, one) = (h.next_expr(accu()), literal(h, LiteralValue::Int(1.into())));
+                (init, cond, step, call(h, "_==_", None, vec![a, one]))
+            }
+        };
+        let range = target.take().expect("receiver macro");
+        Ok(Some(comprehension(
+            h,
+            ComprehensionExpr {
+                iter_range: range,
+                iter_var: var,
+                iter_var2: var2,
+                accu_var: ACCUMULATOR.to_owned(),
+                accu_init: init,
+                loop_cond: cond,
+                loop_step: step,
+                result,
+            },
+        )))
+    }
+}
+
+/// `map`, `filter`, `transformList`, `transformMap` and `transformMapEntry`: comprehensions that
+/// build a list or a map, with an optional filter.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Builder {
+    Map,
+    Filter,
+    TransformList,
+    TransformMap,
+    TransformMapEntry,
+}
+
+pub(super) fn builder(kind: Builder) -> impl Fn(Helper, &mut Option<IdedExpr>, &mut Vec<IdedExpr>) -> Expansion {
+    move |h, target, args| {
+        let two = !matches!(kind, Builder::Map | Builder::Filter);
+        let (var, var2) = if two {
+            two_variables(h, &args[0], &args[1])?
+        } else {
+            (iteration_variable(h, &args[0], "argument is not an identifier")?, None)
+        };
+        let first_body = if two { 2 } else { 1 };
+        let mut body: Vec<IdedExpr> = args.drain(first_body..).collect();
+        let transform = match kind {
+            Builder::Filter => ident(h, &var),
+            _ => body.pop().expect("arity"),
+        };
+        let filter = body.pop();
+        let accu = h.next_expr(Expr::Ident(ACCUMULATOR.to_owned()));
+        let mut step = match kind {
+            Builder::TransformMap => {
+                let key = ident(h, &var);
+                call(h, "cel.@mapInsert", None, vec![accu, key, transform])
+            }
+            Builder::TransformMapEntry => call(h, "cel.@mapInsert", None, vec![accu, transform]),
+            _ => {
+                let item = list(h, vec![transform]);
+                call(h, "_+_", None, vec![accu, item])
+            }
+        };
+        if let Some(filter) = filter {
+            let accu = h.next_expr(Expr::Ident(ACCUMULATOR.to_owned()));
+            step = call(h, "_?_:_", None, vec![filter, step, accu]);
+        }
+        let init = match kind {
+            Builder::TransformMap | Builder::TransformMapEntry => h.next_expr(Expr::Map(MapExpr { entries: vec![] })),
+            _ => list(h, vec![]),
+        };
+        let cond = literal(h, LiteralValue::Boolean(true.into()));
+        let result = h.next_expr(Expr::Ident(ACCUMULATOR.to_owned()));
+        let range = target.take().expect("receiver macro");
+        Ok(Some(comprehension(
+            h,
+            ComprehensionExpr {
+                iter_range: range,
+                iter_var: var,
+                iter_var2: var2,
+                accu_var: ACCUMULATOR.to_owned(),
+                accu_init: init,
+                loop_cond: cond,
+                loop_step: step,
+                result,
+            },
+        )))
+    }
+}

@@ -1,0 +1,298 @@
+//! Costs of calls (`costCall`, `functionCost`): the overload estimators of cel-go's list and
+//! set extensions first, then the Kubernetes estimator, then cel-go's own rules, else one unit
+//! plus the arguments.
+
+use cel::common::ast::{Expr, IdedExpr, LiteralValue};
+
+use super::estimate::{Cost, LIST_CREATE, REGEX_LENGTH, STRING_TRAVERSAL, Size};
+use super::{Coster, Node};
+
+/// A call's cost and, where known, its result's size.
+pub(crate) struct CallEstimate {
+    pub(crate) cost: Cost,
+    pub(crate) result_size: Option<Size>,
+}
+
+impl CallEstimate {
+    pub(crate) fn cost(cost: Cost) -> CallEstimate {
+        CallEstimate {
+            cost,
+            result_size: None,
+        }
+    }
+}
+
+/// `sizeOrUnknown` of a node: the size it was given, else unknown.
+pub(crate) fn node_size(node: &Node) -> Size {
+    node.computed.unwrap_or(Size::UNKNOWN)
+}
+
+/// `estimateSize` of the extensions and the Kubernetes estimator: the node's size, else the
+/// DRA estimate for its path, else unknown.
+pub(crate) fn estimated_size(node: &Node) -> Size {
+    node.computed
+        .or_else(|| super::device::estimate_size(&node.path.steps()))
+        .unwrap_or(Size::UNKNOWN)
+}
+
+/// `nodeAsUintValue`: a non-negative int literal argument, else `default`.
+fn literal_uint(node: &Node, default: u64) -> u64 {
+    match node.expr.map(|e| &e.expr) {
+        Some(Expr::Literal(LiteralValue::Int(i))) => (*i.inner()).max(0) as u64,
+        _ => default,
+    }
+}
+
+/// `estimateAllocatingListCall` of the list extension.
+fn allocating_list_call(factor: f64, size: Size) -> CallEstimate {
+    CallEstimate {
+        cost: size.by_factor(factor).add(Cost::fixed(1)).add(Cost::fixed(LIST_CREATE)),
+        result_size: Some(size),
+    }
+}
+
+/// The overload estimators registered by the list (v3) and set extensions.
+fn extension_estimate(overload: &str, target: Option<&Node>, args: &[Node], lists: bool) -> Option<CallEstimate> {
+    let sets = |factor: f64| {
+        (args.len() == 2).then(|| {
+            let size = estimated_size(&args[0]).multiply(estimated_size(&args[1]));
+            CallEstimate::cost(size.by_factor(factor).add(Cost::fixed(1)))
+        })
+    };
+    match overload {
+        "list_sets_contains_list" | "list_sets_intersects_list" => return sets(1.0),
+        "list_sets_equivalent_list" => return sets(2.0),
+        _ if !lists => return None,
+        _ => {}
+    }
+    let sort = |size: Size, element: &str| {
+        let factor = if element == "string" || element == "bytes" {
+            2.0 + STRING_TRAVERSAL
+        } else {
+            2.0
+        };
+        allocating_list_call(factor, size.multiply(size))
+    };
+    match (overload, target) {
+        ("list_slice", Some(t)) if args.len() == 2 => {
+            let end = literal_uint(&args[1], estimated_size(t).max);
+            let start = literal_uint(&args[0], 0);
+            Some(allocating_list_call(1.0, Size::fixed(end.wrapping_sub(start))))
+        }
+        ("lists_range", None) if args.len() == 1 => {
+            Some(allocating_list_call(1.0, Size::fixed(literal_uint(&args[0], u64::MAX))))
+        }
+        ("list_reverse", Some(t)) if args.is_empty() => Some(allocating_list_call(1.0, estimated_size(t))),
+        ("list_flatten" | "list_flatten_int", Some(t)) if args.len() <= 1 => {
+            let depth = args.first().map_or(1, |d| literal_uint(d, u64::MAX));
+            Some(allocating_list_call(depth as f64, estimated_size(t)))
+        }
+        ("list_distinct", Some(t)) if args.is_empty() => {
+            let size = estimated_size(t);
+            Some(allocating_list_call(2.0, size.multiply(size)))
+        }
+        (sorting, Some(t)) if args.is_empty() && sorting.starts_with("list_") && sorting.ends_with("_sort") => {
+            let element = &sorting["list_".len()..sorting.len() - "_sort".len()];
+            Some(sort(estimated_size(t), element))
+        }
+        (sorting, Some(_)) if args.len() == 1 && sorting.ends_with("_sortByAssociatedKeys") => {
+            let element = &sorting["list_".len()..sorting.len() - "_sortByAssociatedKeys".len()];
+            Some(sort(estimated_size(&args[0]), element))
+        }
+        _ => None,
+    }
+}
+
+impl Coster<'_> {
+    pub(super) fn cost_call(&mut self, e: &IdedExpr) -> Cost {
+        let Expr::Call(call) = &e.expr else { unreachable!() };
+        if call.func_name == "dyn" && call.args.len() == 1 {
+            let arg_cost = self.cost(&call.args[0]);
+            self.copy_size_estimates(e, &call.args[0]);
+            return Cost::fixed(1).add(arg_cost);
+        }
+        let mut arg_costs = Vec::with_capacity(call.args.len());
+        let mut args = Vec::with_capacity(call.args.len());
+        for arg in &call.args {
+            arg_costs.push(self.cost(arg));
+            args.push(self.node(arg));
+        }
+        let Some(overloads) = self.checked.overloads.get(&e.id).cloned() else {
+            return Cost::default();
+        };
+        let mut sum = Cost::default();
+        let target = match &call.target {
+            Some(t) => {
+                sum = sum.add(self.cost(t));
+                Some(self.node(t))
+            }
+            None => None,
+        };
+        let mut function_cost = Cost { min: u64::MAX, max: 0 };
+        let mut result_size: Option<Size> = None;
+        for overload in &overloads {
+            let estimate = self.function_cost(e, &call.func_name, overload, target.as_ref(), &args, &arg_costs);
+            function_cost = function_cost.union(estimate.cost);
+            if let Some(size) = estimate.result_size {
+                result_size = Some(result_size.map_or(size, |r| r.union(size)));
+            }
+            let step = match overload.as_str() {
+                "index_list" => Some("@items"),
+                "index_map" => Some("@values"),
+                _ => None,
+            };
+            if let (Some(step), Some(container)) = (step, call.args.first()) {
+                result_size = self.entry_size(container).map(|entry| entry.value);
+                let path = self.path(container).append(step);
+                self.paths.insert(e.id, path);
+            }
+            if result_size.is_none() {
+                result_size = self.compute_size(e);
+            }
+        }
+        self.set_size(e, result_size);
+        sum.add(function_cost)
+    }
+
+    fn function_cost(
+        &mut self,
+        e: &IdedExpr,
+        function: &str,
+        overload: &str,
+        target: Option<&Node>,
+        args: &[Node],
+        arg_costs: &[Cost],
+    ) -> CallEstimate {
+        let arg_sum = arg_costs.iter().fold(Cost::default(), |sum, c| sum.add(*c));
+        let with_args = |estimate: CallEstimate| CallEstimate {
+            cost: estimate.cost.add(arg_sum),
+            result_size: estimate.result_size,
+        };
+        if let Some(estimate) = extension_estimate(overload, target, args, self.release.has_list_extension()) {
+            return with_args(estimate);
+        }
+        if let Some(estimate) = super::kubernetes::estimate_call(function, overload, target, args) {
+            return with_args(estimate);
+        }
+        let traversal = |size: Size| size.by_factor(STRING_TRAVERSAL);
+        match overload {
+            "string_format" if target.is_some() => {
+                return CallEstimate::cost(traversal(node_size(target.expect("member"))).add(arg_sum));
+            }
+            "string_to_bytes" | "bytes_to_string" | "strings_quote" if args.len() == 1 => {
+                let size = node_size(&args[0]);
+                let result = match overload {
+                    "string_to_bytes" => Size {
+                        min: size.min,
+                        max: size.max.wrapping_mul(4),
+                    },
+                    "bytes_to_string" => Size {
+                        min: size.min / 4,
+                        max: size.max,
+                    },
+                    _ => Size {
+                        min: size.min.wrapping_add(2),
+                        max: size.max.wrapping_mul(2).wrapping_add(2),
+                    },
+                };
+                return CallEstimate {
+                    cost: traversal(size).add(arg_sum),
+                    result_size: Some(result),
+                };
+            }
+            "starts_with_string" | "ends_with_string" if args.len() == 1 => {
+                return CallEstimate::cost(traversal(node_size(&args[0])).add(arg_sum));
+            }
+            "in_list" if args.len() == 2 => {
+                return CallEstimate::cost(node_size(&args[1]).by_factor(1.0).add(arg_sum));
+            }
+            "matches_string" | "matches" => {
+                let pair = match (overload, target) {
+                    ("matches_string", Some(t)) if args.len() == 1 => Some((t, &args[0])),
+                    ("matches", None) if args.len() == 2 && self.release.estimates_global_matches() => {
+                        Some((&args[0], &args[1]))
+                    }
+                    _ => None,
+                };
+                if let Some((string, regex)) = pair {
+                    let string_cost = traversal(node_size(string).add(Size::fixed(1)));
+                    let regex_cost = node_size(regex).by_factor(REGEX_LENGTH);
+                    return CallEstimate::cost(string_cost.multiply(regex_cost).add(arg_sum));
+                }
+            }
+            "contains_string" if target.is_some() && args.len() == 1 => {
+                let string_cost = traversal(node_size(target.expect("member")));
+                let sub_cost = traversal(node_size(&args[0]));
+                return CallEstimate::cost(string_cost.multiply(sub_cost).add(arg_sum));
+            }
+            "logical_or" | "logical_and" => {
+                let (lhs, rhs) = (arg_costs[0], arg_costs[1]);
+                return CallEstimate::cost(Cost {
+                    min: lhs.min,
+                    max: lhs.add(rhs).max,
+                });
+            }
+            "conditional" => return self.conditional_cost(e, args, arg_costs),
+            "add_string" | "add_bytes" | "add_list" if args.len() == 2 => {
+                let size = node_size(&args[0]).add(node_size(&args[1]));
+                let (lhs, rhs) = (args[0].expr.expect("argument"), args[1].expr.expect("argument"));
+                if let (Some(l), Some(r)) = (self.entry_size(lhs), self.entry_size(rhs)) {
+                    self.entry_sizes.insert(
+                        e.id,
+                        super::EntrySize {
+                            container: l.container,
+                            key: l.key.union(r.key),
+                            value: l.value.union(r.value),
+                        },
+                    );
+                }
+                let cost = match overload {
+                    "add_list" => Cost::fixed(1),
+                    _ => traversal(size),
+                };
+                return CallEstimate {
+                    cost: cost.add(arg_sum),
+                    result_size: Some(size),
+                };
+            }
+            "less_string"
+            | "greater_string"
+            | "less_equals_string"
+            | "greater_equals_string"
+            | "less_bytes"
+            | "greater_bytes"
+            | "less_equals_bytes"
+            | "greater_equals_bytes"
+            | "equals"
+            | "not_equals" => {
+                let smallest = node_size(&args[0]).max.min(node_size(&args[1]).max);
+                let cost = Cost {
+                    min: u64::from(smallest > 0),
+                    max: smallest,
+                };
+                return CallEstimate::cost(cost.by_factor(STRING_TRAVERSAL).add(arg_sum));
+            }
+            _ => {}
+        }
+        CallEstimate::cost(Cost::fixed(1).add(arg_sum))
+    }
+
+    fn conditional_cost(&mut self, e: &IdedExpr, args: &[Node], arg_costs: &[Cost]) -> CallEstimate {
+        let size = node_size(&args[1]).union(node_size(&args[2]));
+        let (yes, no) = (args[1].expr.expect("argument"), args[2].expr.expect("argument"));
+        if let (Some(a), Some(b)) = (self.entry_size(yes), self.entry_size(no)) {
+            self.entry_sizes.insert(
+                e.id,
+                super::EntrySize {
+                    container: a.container,
+                    key: a.key.union(b.key),
+                    value: a.value.union(b.value),
+                },
+            );
+        }
+        CallEstimate {
+            cost: arg_costs[0].add(arg_costs[1].union(arg_costs[2])),
+            result_size: Some(size),
+        }
+    }
+}
