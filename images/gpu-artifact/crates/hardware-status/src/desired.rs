@@ -107,39 +107,15 @@ pub fn desired_status(gpu: &PhysicalGPU, view: VendorView<'_>) -> HandlerStatus 
 
 #[cfg(test)]
 mod tests {
-    use gpu_api::{CurrentState, PciClass, PciId, PciInfo, PhysicalGPUStatus};
     use gpu_vendor::{ComputeCapability, HealthEvent, HealthEventKind};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
     use super::*;
+    use crate::test_gpus::reported_gpu;
 
     const ADDRESS: &str = "0000:01:00.0";
 
     fn gpu(driver: Option<DriverType>, driver_ready: &str) -> PhysicalGPU {
-        let mut gpu = PhysicalGPU::new("w1-0-10de-20b7", Default::default());
-        gpu.status = Some(PhysicalGPUStatus {
-            pci_info: Some(PciInfo {
-                address: ADDRESS.into(),
-                class: PciClass::default(),
-                vendor: PciId::default(),
-                device: PciId::default(),
-                ..PciInfo::default()
-            }),
-            current_state: Some(CurrentState {
-                driver_type: driver,
-                nvidia: None,
-            }),
-            conditions: Some(vec![Condition {
-                type_: DRIVER_READY.into(),
-                status: driver_ready.into(),
-                reason: "ValidatorReady".into(),
-                message: String::new(),
-                last_transition_time: Time(k8s_openapi::jiff::Timestamp::now()),
-                observed_generation: None,
-            }]),
-            ..PhysicalGPUStatus::default()
-        });
-        gpu
+        reported_gpu("w1-0-10de-20b7", ADDRESS, driver, driver_ready)
     }
 
     fn reading() -> BTreeMap<PciAddress, Result<GpuInventory, VendorError>> {

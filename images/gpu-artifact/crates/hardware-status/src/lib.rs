@@ -25,6 +25,8 @@ pub mod handler;
 pub mod health;
 pub mod nvidia_status;
 pub mod offer_feed;
+#[cfg(test)]
+mod test_gpus;
 pub mod vendor_link;
 pub mod writer;
 

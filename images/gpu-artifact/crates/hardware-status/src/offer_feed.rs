@@ -50,39 +50,14 @@ fn card_index(name: &str) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    use gpu_api::{CurrentState, DriverType, NodeInfo, PciInfo, PhysicalGPUStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+    use gpu_api::DriverType;
 
     use super::*;
     use crate::health::Verdict;
+    use crate::test_gpus::reported_gpu;
 
     fn gpu(name: &str, address: &str, driver_ready: &str) -> PhysicalGPU {
-        let mut gpu = PhysicalGPU::new(name, Default::default());
-        gpu.metadata.labels = Some([(labels::DEVICE.to_owned(), "a30-pcie".to_owned())].into());
-        gpu.status = Some(PhysicalGPUStatus {
-            pci_info: Some(PciInfo {
-                address: address.into(),
-                ..PciInfo::default()
-            }),
-            node_info: Some(NodeInfo {
-                bare_metal: Some(true),
-                ..NodeInfo::default()
-            }),
-            current_state: Some(CurrentState {
-                driver_type: Some(DriverType::Nvidia),
-                nvidia: None,
-            }),
-            conditions: Some(vec![Condition {
-                type_: crate::DRIVER_READY.into(),
-                status: driver_ready.into(),
-                reason: "ValidatorReady".into(),
-                message: String::new(),
-                last_transition_time: Time(k8s_openapi::jiff::Timestamp::now()),
-                observed_generation: None,
-            }]),
-            ..PhysicalGPUStatus::default()
-        });
-        gpu
+        reported_gpu(name, address, Some(DriverType::Nvidia), driver_ready)
     }
 
     fn inventory(address: &str) -> GpuInventory {

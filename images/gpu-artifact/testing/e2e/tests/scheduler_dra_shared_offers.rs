@@ -23,11 +23,11 @@ use std::time::Duration;
 use component_base::Shutdown;
 use dra_offers::{CardOffering, DeviceCatalog};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 use kube::Api;
-use kube::api::ListParams;
 use serde_json::json;
 use slice_publication::{PublicationMetrics, PublisherConfig};
+use support::node_objects::node_slices;
 use support::*;
 use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
 use tokio::sync::watch;
@@ -156,12 +156,7 @@ async fn start_publisher(
 
 /// `name` of our driver as the server stored it on `node`.
 async fn stored_device(client: &kube::Client, node: &str, name: &str) -> k8s_openapi::api::resource::v1::Device {
-    let params = ListParams::default().fields(&format!("spec.nodeName={node}"));
-    let slices = Api::<ResourceSlice>::all(client.clone())
-        .list(&params)
-        .await
-        .unwrap()
-        .items;
+    let slices = node_slices(client, node).await;
     slices
         .into_iter()
         .flat_map(|s| s.spec.devices.unwrap_or_default())

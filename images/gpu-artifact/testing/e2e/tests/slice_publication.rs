@@ -12,9 +12,9 @@ use std::time::Duration;
 use dra_offers::{CardOffering, DeviceCatalog, pool_name};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
-use support::DRIVER;
+use support::node_objects::node_slices;
 use support::publisher::RunningPublisher;
 use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
 
@@ -31,18 +31,6 @@ fn cards(fixture: &str, node: &str) -> Vec<CardOffering> {
     mock_cards(fixture, node, "2330", "h100-sxm5-80gb")
 }
 
-async fn stored_slices(client: &Client, node: &str) -> Vec<ResourceSlice> {
-    let params = ListParams::default().fields(&format!("spec.nodeName={node}"));
-    let mut slices = Api::<ResourceSlice>::all(client.clone())
-        .list(&params)
-        .await
-        .expect("list slices")
-        .items;
-    slices.retain(|s| s.spec.driver == DRIVER);
-    slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    slices
-}
-
 /// The stored pool once it is complete: one generation, `resourceSliceCount` slices of it, and
 /// nothing else left of ours on the node.
 async fn complete_pool(client: &Client, node: &str, devices: usize, after_generation: i64) -> Vec<ResourceSlice> {
@@ -53,7 +41,7 @@ async fn complete_pool(client: &Client, node: &str, devices: usize, after_genera
         ),
         Duration::from_secs(60),
         || async {
-            let slices = stored_slices(client, node).await;
+            let slices = node_slices(client, node).await;
             let generations: BTreeSet<i64> = slices.iter().map(|s| s.spec.pool.generation).collect();
             let counts: BTreeSet<i64> = slices.iter().map(|s| s.spec.pool.resource_slice_count).collect();
             let stored_devices = slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).count();
@@ -206,7 +194,7 @@ async fn a_restart_with_the_same_cards_writes_nothing() {
             })
             .collect()
     };
-    let before = versions(&stored_slices(&client, node.name()).await);
+    let before = versions(&node_slices(&client, node.name()).await);
 
     let mut second = RunningPublisher::start(client.clone(), node.name(), input);
     let catalog = second.published(8 * H100_OFFERS).await;
@@ -218,7 +206,7 @@ async fn a_restart_with_the_same_cards_writes_nothing() {
     assert_eq!(catalog.len(), 8 * H100_OFFERS);
     second.stop().await;
     assert_eq!(
-        versions(&stored_slices(&client, node.name()).await),
+        versions(&node_slices(&client, node.name()).await),
         before,
         "nothing was written"
     );

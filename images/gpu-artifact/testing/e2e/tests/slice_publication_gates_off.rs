@@ -10,17 +10,9 @@
 
 mod support;
 
-use std::time::Duration;
-
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::resource::v1::ResourceSlice;
-use kube::Api;
-use kube::api::{ListParams, PostParams};
-use kube::core::ObjectMeta;
 use support::gated_cluster::cluster_with_gates;
+use support::node_objects::{create_node, node_event, node_slices};
 use support::publisher::RunningPublisher;
-use testbed::{Progress, wait_until};
 
 #[path = "../../../crates/dra-offers/tests/support/mock_cards.rs"]
 mod mock_cards;
@@ -40,17 +32,7 @@ async fn dropped_counters_leave_whole_gpus_only_with_an_event_and_a_metric() {
         }
     })
     .await;
-    let node = Node {
-        metadata: ObjectMeta {
-            name: Some(NODE.into()),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    };
-    Api::<Node>::all(client.clone())
-        .create(&PostParams::default(), &node)
-        .await
-        .unwrap();
+    create_node(&client, NODE, &[]).await;
 
     let cards = mock_cards("a30-x2.yaml", NODE, "20b7", "a30-pcie");
     let mut publisher = RunningPublisher::start(client.clone(), NODE, cards);
@@ -64,12 +46,7 @@ async fn dropped_counters_leave_whole_gpus_only_with_an_event_and_a_metric() {
     assert_eq!(published.keys().collect::<Vec<_>>(), ["gpu0", "gpu1"]);
 
     // What the server stores: one complete generation of whole cards, no counter field anywhere.
-    let params = ListParams::default().fields(&format!("spec.nodeName={NODE}"));
-    let slices: Vec<ResourceSlice> = Api::<ResourceSlice>::all(client.clone())
-        .list(&params)
-        .await
-        .unwrap()
-        .items;
+    let slices = node_slices(&client, NODE).await;
     assert_eq!(slices.len(), 1, "stale slices of the probe are gone: {slices:#?}");
     let spec = &slices[0].spec;
     assert_eq!(spec.pool.resource_slice_count, 1);
@@ -84,23 +61,7 @@ async fn dropped_counters_leave_whole_gpus_only_with_an_event_and_a_metric() {
     }
 
     // Why, where the admin looks: a Warning on the Node.
-    let events = Api::<Event>::namespaced(client.clone(), "default");
-    let event = wait_until(
-        "the CountersUnsupported Event on the Node",
-        Duration::from_secs(30),
-        || async {
-            let found = events.list(&ListParams::default()).await?.items.into_iter().find(|e| {
-                e.reason.as_deref() == Some("CountersUnsupported")
-                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(NODE)
-            });
-            Ok(match found {
-                Some(event) => Progress::Done(event),
-                None => Progress::Pending("no such Event yet".into()),
-            })
-        },
-    )
-    .await
-    .unwrap();
+    let event = node_event(&client, NODE, "CountersUnsupported").await;
     assert_eq!(event.type_.as_deref(), Some("Warning"));
     let note = event.note.unwrap_or_default();
     for needed in [

@@ -6,17 +6,9 @@
 
 mod support;
 
-use std::time::Duration;
-
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::resource::v1::ResourceSlice;
-use kube::Api;
-use kube::api::{ListParams, PostParams};
-use serde_json::json;
 use support::gated_cluster::cluster_with_gates;
+use support::node_objects::{create_node, node_event, node_slices};
 use support::publisher::RunningPublisher;
-use testbed::{Progress, wait_until};
 
 #[path = "../../../crates/dra-offers/tests/support/mock_cards.rs"]
 mod mock_cards;
@@ -34,15 +26,7 @@ async fn dropped_sharing_fields_leave_no_shared_offer_with_an_event_and_a_metric
         }
     })
     .await;
-    let node: Node = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": NODE, "labels": {"gpu.deckhouse.io/allow-mps": "true"}},
-    }))
-    .unwrap();
-    Api::<Node>::all(client.clone())
-        .create(&PostParams::default(), &node)
-        .await
-        .unwrap();
+    create_node(&client, NODE, &[("gpu.deckhouse.io/allow-mps", "true")]).await;
 
     let cards = mock_cards::mock_cards("a30.yaml", NODE, "20b7", "a30-pcie");
     let mut publisher = RunningPublisher::start(client.clone(), NODE, cards);
@@ -55,12 +39,7 @@ async fn dropped_sharing_fields_leave_no_shared_offer_with_an_event_and_a_metric
         .await;
     assert!(published.keys().any(|name| name.contains("-mig-")), "{published:?}");
 
-    let params = ListParams::default().fields(&format!("spec.nodeName={NODE}"));
-    let slices: Vec<ResourceSlice> = Api::<ResourceSlice>::all(client.clone())
-        .list(&params)
-        .await
-        .unwrap()
-        .items;
+    let slices = node_slices(&client, NODE).await;
     let devices: Vec<_> = slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).collect();
     assert!(
         devices.iter().all(|d| !d.name.ends_with("-mps")),
@@ -72,23 +51,10 @@ async fn dropped_sharing_fields_leave_no_shared_offer_with_an_event_and_a_metric
         "counters are kept"
     );
 
-    let events = Api::<Event>::namespaced(client.clone(), "default");
-    let note = wait_until(
-        "the SharingUnsupported Event on the Node",
-        Duration::from_secs(30),
-        || async {
-            let found = events.list(&ListParams::default()).await?.items.into_iter().find(|e| {
-                e.reason.as_deref() == Some("SharingUnsupported")
-                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(NODE)
-            });
-            Ok(match found {
-                Some(event) => Progress::Done(event.note.unwrap_or_default()),
-                None => Progress::Pending("no such Event yet".into()),
-            })
-        },
-    )
-    .await
-    .unwrap();
+    let note = node_event(&client, NODE, "SharingUnsupported")
+        .await
+        .note
+        .unwrap_or_default();
     assert!(
         note.contains("DRAConsumableCapacity"),
         "the note names the gate: {note}"

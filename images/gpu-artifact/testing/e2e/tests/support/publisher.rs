@@ -68,9 +68,7 @@ impl RunningPublisher {
 
     /// The metrics as a scrape of `/metrics` would show them.
     pub fn metrics_text(&self) -> String {
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry).unwrap();
-        text
+        component_base::metrics_text(&self.registry).unwrap()
     }
 
     pub async fn stop(self) {
