@@ -14,9 +14,10 @@ export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 cache="${GPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/deckhouse-gpu}/allocator-harness/$version"
 bin="$cache/allocator-harness"
 sources_hash="$(cat "$here"/*.go "$here/build.sh" | sha256sum | cut -d' ' -f1)"
-if [ -x "$bin" ] && [ "$(cat "$cache/.sources" 2>/dev/null)" = "$sources_hash" ]; then
-  echo "$bin"; exit 0
-fi
+fresh() { [ -x "$bin" ] && [ "$(cat "$cache/.sources" 2>/dev/null)" = "$sources_hash" ]; }
+source "$here/../install/cache-lock.sh"
+fresh || cache_lock "$cache"
+if fresh; then echo "$bin"; exit 0; fi
 src="$cache/src"; mkdir -p "$src"
 rm -f "$src"/*.go
 cp "$here"/*.go "$src/"

@@ -5,6 +5,8 @@ set -euo pipefail
 version="${HELM_VERSION:-v3.21.4}"
 dir="${GPU_CACHE:-$HOME/.cache/deckhouse-gpu}/tools/helm-$version"
 bin="$dir/helm"
+source "$(dirname "$0")/cache-lock.sh"
+[ -x "$bin" ] || cache_lock "$dir"
 if [ ! -x "$bin" ]; then
   mkdir -p "$dir"
   echo "building helm $version from helm.sh/helm/v3 (first run only)" >&2

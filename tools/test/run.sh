@@ -6,8 +6,12 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 ws="$repo/images/gpu-artifact"
 versions="${TEST_K8S_VERSIONS:-1.34 latest}"
-logs="$repo/.testbed/logs"; mkdir -p "$logs"
+# One directory per run, outside the checkout: its logs, its summary and its control planes, so two runs
+# (even of one checkout) never share a count or a cluster.
+logs="$(mktemp -d "${TMPDIR:-/tmp}/gpu-make-test.$(date +%Y%m%d-%H%M%S).XXXX")"
 summary="$logs/summary"; : > "$summary"
+echo "logs of this run: $logs"
+export GPU_TEST_RUN_DIR="$logs"   # control planes the tests start themselves live here too
 failed_phases=()
 start_all=$(date +%s)
 
@@ -46,19 +50,24 @@ grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/module-checks.log" | sed -E 's/(
 for k8s in $versions; do
   phase "e2e against Kubernetes $k8s"
   t0=$(date +%s)
-  if kubeconfig="$("$repo/tools/testbed/cluster-up.sh" "$k8s")"; then
+  testbed="$logs/testbed-$k8s"
+  if kubeconfig="$(TESTBED_DIR="$testbed" "$repo/tools/testbed/cluster-up.sh" "$k8s")"; then
     echo "control plane up in $(( $(date +%s) - t0 ))s: $kubeconfig"
     GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo_test "e2e-$k8s" -p e2e -p kubelet-sim --locked --no-fail-fast
-    "$repo/tools/testbed/cluster-down.sh" "$k8s"
+    "$repo/tools/testbed/cluster-down.sh" "$testbed"
   else
     failed_phases+=("cluster-up $k8s"); echo "0 1" >> "$summary"
   fi
 done
+
+# Keep the logs, drop the control planes' data.
+find "$logs" -maxdepth 2 -type d -name etcd -exec rm -rf {} + 2>/dev/null
 
 phase "summary"
 passed=$(awk '{p+=$1} END {print p+0}' "$summary")
 failed=$(awk '{f+=$2} END {print f+0}' "$summary")
 echo "total time $(( $(date +%s) - start_all ))s"
 if [ ${#failed_phases[@]} -gt 0 ]; then echo "failed: ${failed_phases[*]}"; [ "$failed" = 0 ] && failed=1; fi
+echo "logs of this run: $logs"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -9,8 +9,12 @@ here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/versions.sh"
 testbed_resolve "${1:-1.34}"
 
+source "$here/../install/cache-lock.sh"
+
 stamp="$TESTBED_BIN/.complete"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$K8S_VERSION $ETCD_VERSION" ]; then
+built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$K8S_VERSION $ETCD_VERSION" ]; }
+built || { cache_lock "$GPU_CACHE/k8s/$K8S_VERSION"; }
+if built; then
   echo "control plane $K8S_VERSION already built in $TESTBED_BIN"
   exit 0
 fi

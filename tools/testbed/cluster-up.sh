@@ -17,8 +17,13 @@ if [ -f "$dir/pids" ]; then "$here/cluster-down.sh" "$dir" >&2 || true; fi
 rm -rf "$dir"; mkdir -p "$dir/pki" "$dir/logs" "$dir/etcd"
 pki="$dir/pki"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-etcd_port=$(free_port); etcd_peer=$(free_port); api_port=$(free_port); kcm_port=$(free_port); sched_port=$(free_port)
+# The five ports stay held (hold-ports.py) from their choice until every server listens on its own, so no
+# other process can take one in between. The holder reads fd 3 and ends when it closes: at the end of
+# this script, or with it if it fails. Servers must not inherit fd 3 (see start).
+exec 3> >(exec python3 "$here/hold-ports.py" 5 > "$dir/ports")
+for _ in $(seq 1 200); do [ -s "$dir/ports" ] && break; sleep 0.05; done
+read -r etcd_port etcd_peer api_port kcm_port sched_port < "$dir/ports"
+[ -n "${sched_port:-}" ] || { echo "hold-ports.py printed no ports" >&2; exit 1; }
 
 # --- certificates -------------------------------------------------------------------------------
 openssl_quiet() { openssl "$@" 2>/dev/null; }
@@ -76,7 +81,7 @@ gates="${TESTBED_FEATURE_GATES:-$TESTBED_GATES}"
 
 start() { # name args...
   local name=$1; shift
-  setsid "$TESTBED_BIN/$name" "$@" > "$dir/logs/$name.log" 2>&1 < /dev/null &
+  setsid "$TESTBED_BIN/$name" "$@" > "$dir/logs/$name.log" 2>&1 < /dev/null 3>&- &
   echo "$! $name" >> "$dir/pids"
 }
 wait_healthy() { # name url [curl args]
@@ -125,6 +130,8 @@ start kube-scheduler --config "$dir/scheduler-config.yaml" \
   --authorization-kubeconfig "$dir/kube-scheduler.kubeconfig" \
   --bind-address 127.0.0.1 --secure-port "$sched_port" --feature-gates "$gates" --profiling=false
 wait_healthy kube-scheduler "https://127.0.0.1:$sched_port/healthz" -k
+
+exec 3>&-   # every server listens: release the held ports
 
 if [ -n "${TESTBED_OWNER_PID:-}" ]; then
   # The owner (a test process) may die without cleaning up; nothing of ours outlives it.

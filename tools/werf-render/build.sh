@@ -14,9 +14,10 @@ fi
 cache="${GPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/deckhouse-gpu}/werf-render"
 bin="$cache/werf-render"
 sources_hash="$(cat "$here"/*.go "$here/go.mod" "$here/go.sum" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
-if [ -x "$bin" ] && [ "$(cat "$cache/.sources" 2>/dev/null)" = "$sources_hash" ]; then
-  echo "$bin"; exit 0
-fi
+fresh() { [ -x "$bin" ] && [ "$(cat "$cache/.sources" 2>/dev/null)" = "$sources_hash" ]; }
+source "$here/../install/cache-lock.sh"
+fresh || cache_lock "$cache"
+if fresh; then echo "$bin"; exit 0; fi
 mkdir -p "$cache"
 go mod download >&2
 go build -trimpath -o "$bin.tmp" . >&2

@@ -93,7 +93,8 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
 
     let ws = AgentWorkspace::new();
     let kubeconfig = kubeconfig_for(&ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
-    let port = free_port();
+    let reserved = reserve_port();
+    let port = reserved.number();
     let env = [
         ("KUBECONFIG", kubeconfig.display().to_string()),
         ("POD_NAMESPACE", ns.name().to_owned()),
@@ -101,7 +102,9 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
         ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
-    let controller = ComponentProcess::start("gpu-dra-controller", &env, &ws.logs()).unwrap();
+    let controller = ComponentProcess::start("gpu-dra-controller", &env, &ws.logs())
+        .unwrap()
+        .holding(reserved);
     wait_ready(port, &controller).await;
 
     // 1. A standalone claim: allocated by the controller, best fit.

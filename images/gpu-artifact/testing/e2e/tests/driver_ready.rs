@@ -72,7 +72,8 @@ async fn driver_ready_follows_the_validator_pod() {
     let (agent, agent_port) = start_agent(&ws, node.name(), &agent_kubeconfig);
     wait_ready(agent_port, &agent).await;
 
-    let port = free_port();
+    let reserved = reserve_port();
+    let port = reserved.number();
     let env = [
         ("KUBECONFIG", controller_kubeconfig.display().to_string()),
         ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
@@ -82,7 +83,9 @@ async fn driver_ready_follows_the_validator_pod() {
         ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
-    let controller = ComponentProcess::start("gpu-controller", &env, &ws.logs()).unwrap();
+    let controller = ComponentProcess::start("gpu-controller", &env, &ws.logs())
+        .unwrap()
+        .holding(reserved);
 
     let gpus = Api::<PhysicalGPU>::all(ns.client());
     let name = format!("{}-0-10de-20b7", node.name());

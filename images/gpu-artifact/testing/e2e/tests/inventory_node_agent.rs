@@ -325,7 +325,9 @@ async fn a_physicalgpu_of_another_node_is_never_taken_over() {
 async fn an_api_server_down_at_start_is_retried_without_a_crash_loop() {
     let s = setup("agent-api-down", NamedHost::VmQemu).await;
     // The agent's kubeconfig points at a port where nothing listens yet.
-    let port = free_port();
+    // Held (not listening) until the relay below binds it, so nothing else takes it meanwhile.
+    let reserved = reserve_port();
+    let port = reserved.number();
     let mut kubeconfig: serde_json::Value =
         serde_yaml::from_str(&std::fs::read_to_string(&s.kubeconfig).unwrap()).unwrap();
     let real = kubeconfig["clusters"][0]["cluster"]["server"]

@@ -74,7 +74,8 @@ async fn start_controller(
     rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
 ) -> (ComponentProcess, u16) {
     let kubeconfig = kubeconfig_for(ns, name, rules, ws.dir.path()).await;
-    let port = free_port();
+    let reserved = reserve_port();
+    let port = reserved.number();
     let env = [
         ("KUBECONFIG", kubeconfig.display().to_string()),
         ("POD_NAMESPACE", ns.name().to_owned()),
@@ -83,7 +84,7 @@ async fn start_controller(
         ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
-    let process = ComponentProcess::start(name, &env, &ws.logs()).unwrap();
+    let process = ComponentProcess::start(name, &env, &ws.logs()).unwrap().holding(reserved);
     wait_ready(port, &process).await;
     (process, port)
 }

@@ -5,8 +5,7 @@
 //!
 //! This test starts a control plane of its own with the gate off (the shared test bed has it on),
 //! at the version of the shared test bed when `GPU_TESTBED_KUBECONFIG` names one (else `K8S`, else
-//! 1.34). It stops when the test process exits; its state stays in
-//! `.testbed/slice-publication-gates-off-<release>` until the next run.
+//! 1.34). It stops when the test process exits.
 
 mod support;
 

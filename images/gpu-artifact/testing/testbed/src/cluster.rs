@@ -67,18 +67,33 @@ fn locate_or_start() -> anyhow::Result<PathBuf> {
         }
         return Ok(path);
     }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../..");
     let version = std::env::var("K8S").unwrap_or_else(|_| "1.34".to_owned());
-    let dir = repo.join(".testbed").join(format!("test-{}", std::process::id()));
-    let output = Command::new(repo.join("tools/testbed/cluster-up.sh"))
-        .arg(&version)
+    start_control_plane(&version, "test", None)
+}
+
+/// Starts a control plane of `version` (`1.34` or `latest`) owned by this process (it stops when the
+/// process exits), with `gates` instead of the release's DRA gates when given; returns its admin
+/// kubeconfig. Its state lives in `<run dir>/<name>-<version>-<pid>`, where the run dir is
+/// `GPU_TEST_RUN_DIR` (one per `make test`, outside the checkout) or the system's temporary
+/// directory, so no two runs or processes ever share (or stop) one.
+pub fn start_control_plane(version: &str, name: &str, gates: Option<&str>) -> anyhow::Result<PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../..");
+    let run_dir = std::env::var_os("GPU_TEST_RUN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = run_dir.join(format!("{name}-{version}-{}", std::process::id()));
+    let mut command = Command::new(repo.join("tools/testbed/cluster-up.sh"));
+    command
+        .arg(version)
         .env("TESTBED_DIR", &dir)
-        .env("TESTBED_OWNER_PID", std::process::id().to_string())
-        .output()
-        .context("running tools/testbed/cluster-up.sh")?;
+        .env("TESTBED_OWNER_PID", std::process::id().to_string());
+    if let Some(gates) = gates {
+        command.env("TESTBED_FEATURE_GATES", gates);
+    }
+    let output = command.output().context("running tools/testbed/cluster-up.sh")?;
     if !output.status.success() {
         bail!(
-            "cluster-up.sh {version} failed:\n{}",
+            "cluster-up.sh {version} (gates {gates:?}) failed:\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
     }

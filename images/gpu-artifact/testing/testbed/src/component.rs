@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
+use crate::ReservedPort;
+
 static BUILT: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// The path of workspace binary `name`, built (incrementally, in the test's own profile) the first
@@ -45,6 +47,8 @@ pub struct ComponentProcess {
     name: String,
     child: Child,
     log: PathBuf,
+    /// Ports the process was told to listen on, held for its lifetime so no one else takes them.
+    ports: Vec<ReservedPort>,
 }
 
 impl ComponentProcess {
@@ -74,7 +78,14 @@ impl ComponentProcess {
             name: name.to_owned(),
             child,
             log,
+            ports: Vec::new(),
         })
+    }
+
+    /// Keeps `port` reserved for as long as this process handle lives.
+    pub fn holding(mut self, port: ReservedPort) -> Self {
+        self.ports.push(port);
+        self
     }
 
     /// Everything the process has logged so far.

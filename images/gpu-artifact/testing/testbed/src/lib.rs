@@ -12,12 +12,14 @@ mod cluster;
 mod component;
 mod namespace;
 mod node;
+mod port;
 mod service_account;
 mod wait;
 
-pub use cluster::TestCluster;
+pub use cluster::{TestCluster, start_control_plane};
 pub use component::{ComponentProcess, component_binary};
 pub use namespace::{OWNER_LABEL, TestNamespace};
 pub use node::ReadyNode;
+pub use port::ReservedPort;
 pub use service_account::Access;
 pub use wait::{Progress, wait_until};

@@ -92,7 +92,8 @@ async fn start_gpu_controller(ns: &TestNamespace) -> ComponentProcess {
     let dir = std::env::temp_dir().join(format!("{}-controller", ns.name()));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = kubeconfig_for(ns, "gpu-controller", controller_rules(), &dir).await;
-    let port = support::components::free_port();
+    let reserved = support::components::reserve_port();
+    let port = reserved.number();
     let env = [
         ("KUBECONFIG", kubeconfig.display().to_string()),
         ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
@@ -102,7 +103,9 @@ async fn start_gpu_controller(ns: &TestNamespace) -> ComponentProcess {
         ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
         ("LOG_LEVEL", "Info".to_owned()),
     ];
-    ComponentProcess::start("gpu-controller", &env, &dir.join("logs")).unwrap()
+    ComponentProcess::start("gpu-controller", &env, &dir.join("logs"))
+        .unwrap()
+        .holding(reserved)
 }
 
 /// A validator Pod bound to `node`: the simulated kubelet runs it and reports it Ready, which is

@@ -1,7 +1,6 @@
 //! Running the module's components in e2e tests, under ServiceAccounts bound to the RBAC each
 //! component needs (the same rules the module's templates grant).
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,7 +8,7 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
-use testbed::{Access, ComponentProcess, Progress, TestNamespace, wait_until};
+use testbed::{Access, ComponentProcess, Progress, ReservedPort, TestNamespace, wait_until};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../..")
@@ -129,8 +128,9 @@ pub fn dra_controller_rules() -> Vec<PolicyRule> {
     ]
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// A loopback port held for the component that will listen on it (see [`ReservedPort`]).
+pub fn reserve_port() -> ReservedPort {
+    ReservedPort::new().expect("a loopback port")
 }
 
 /// A fixture host, the agent's uevent socket and its logs, in one temporary directory.
@@ -158,7 +158,8 @@ impl AgentWorkspace {
 /// Starts gpu-node-agent for `node` on the workspace's fixture host with `kubeconfig`; returns the
 /// process and its health port.
 pub fn start_agent(ws: &AgentWorkspace, node: &str, kubeconfig: &Path) -> (ComponentProcess, u16) {
-    let port = free_port();
+    let reserved = reserve_port();
+    let port = reserved.number();
     let env = [
         ("NODE_NAME", node.to_owned()),
         ("HOST_ROOT", ws.host_root().display().to_string()),
@@ -167,10 +168,8 @@ pub fn start_agent(ws: &AgentWorkspace, node: &str, kubeconfig: &Path) -> (Compo
         ("KUBECONFIG", kubeconfig.display().to_string()),
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
-    (
-        ComponentProcess::start("gpu-node-agent", &env, &ws.logs()).unwrap(),
-        port,
-    )
+    let agent = ComponentProcess::start("gpu-node-agent", &env, &ws.logs()).unwrap();
+    (agent.holding(reserved), port)
 }
 
 /// Starts gpu-handler for `node`, loading NVML from `nvml_library`, re-reading it every second (so a
@@ -194,7 +193,8 @@ pub fn start_handler_with(
     nvml_library: &Path,
     extra: &[(&str, String)],
 ) -> (ComponentProcess, u16) {
-    let port = free_port();
+    let reserved = reserve_port();
+    let port = reserved.number();
     let host = ws.host_root();
     let mut env = vec![
         ("NODE_NAME", node.to_owned()),
@@ -208,7 +208,8 @@ pub fn start_handler_with(
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
     env.extend(extra.iter().cloned());
-    (ComponentProcess::start("gpu-handler", &env, &ws.logs()).unwrap(), port)
+    let handler = ComponentProcess::start("gpu-handler", &env, &ws.logs()).unwrap();
+    (handler.holding(reserved), port)
 }
 
 /// Waits until the component on `port` answers /readyz with 200.
