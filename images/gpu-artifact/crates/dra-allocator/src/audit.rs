@@ -1,16 +1,20 @@
 //! The safety audit of ARCHITECTURE section 8 over allocated claims, whoever allocated them:
-//! a card with a MIG allocation carries only MIG allocations; an exclusive Physical allocation
-//! is alone on its card; shared Physical allocations of a card all go through one offer (one
-//! offer is one sharing strategy); and no counter set is charged beyond its value.
+//! a device that is not multi-allocatable is held by one claim; a card with a MIG allocation
+//! carries only MIG allocations; an exclusive Physical allocation is alone on its card; shared
+//! Physical allocations of a card all go through one offer (one offer is one sharing strategy);
+//! and no counter set is charged beyond its value. Each violation names the claims that held what
+//! the violating claim also took, so a repair can choose which one gives it back.
 //!
 //! Cards are identified by their counter set `pgpu-<pci>`: every offer of a card consumes it in
 //! both slice layouts, and it does not depend on attributes a foreign writer could omit.
 
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use std::collections::HashMap;
 
+use k8s_openapi::api::resource::v1::AllocationResult;
+
+use crate::holdings::Holdings;
 use crate::inventory::{GPU_DRIVER, Inventory};
-use crate::request::claim_name;
-use crate::usage::{Take, Usage, is_mig};
+use crate::usage::{Take, Usage};
 
 /// One broken invariant, naming the claim and device that broke it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,57 +22,113 @@ pub struct InvariantViolation {
     pub claim: String,
     pub device: String,
     pub reason: String,
+    /// Claims (`namespace/name`) that held the device or its card before `claim` took it.
+    pub holders: Vec<String>,
 }
 
 impl std::fmt::Display for InvariantViolation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "claim {}: device {}: {}", self.claim, self.device, self.reason)
+        write!(f, "claim {}: device {}: {}", self.claim, self.device, self.reason)?;
+        if !self.holders.is_empty() {
+            write!(f, " (held by {})", self.holders.join(", "))?;
+        }
+        Ok(())
     }
 }
 
-pub(crate) fn audit(inventory: &Inventory, claims: &[ResourceClaim]) -> Vec<InvariantViolation> {
-    let mut usage = Usage::default();
-    let mut violations = Vec::new();
-    for claim in claims {
-        let Some(allocation) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) else {
-            continue;
+#[derive(Default)]
+struct Replay {
+    usage: Usage,
+    /// Claims that took each device and each card so far.
+    device_holders: HashMap<u32, Vec<String>>,
+    card_holders: HashMap<u32, Vec<String>>,
+    violations: Vec<InvariantViolation>,
+}
+
+impl Replay {
+    fn result(&mut self, inventory: &Inventory, claim: &str, slot: u32, take: Take) {
+        let device = inventory.device(slot);
+        let pool = inventory.pool(device.pool);
+        let card_holders = device.card.and_then(|c| self.card_holders.get(&c)).cloned();
+        let violation = |reason: &str, holders: Option<Vec<String>>| InvariantViolation {
+            claim: claim.to_owned(),
+            device: format!("{}/{}", pool.name, device.raw.name),
+            reason: reason.to_owned(),
+            holders: holders.unwrap_or_default(),
         };
+        if take == Take::Exclusive && self.usage.is_exclusive(slot) {
+            let holders = self.device_holders.get(&slot).cloned();
+            self.violations.push(violation("allocated to more than one claim", holders));
+        }
+        if !self.usage.card_allows(slot, device, take) {
+            let reason = if device.raw.is_mig {
+                "MIG allocation on a card that carries a Physical allocation"
+            } else if take == Take::Exclusive {
+                "exclusive Physical allocation on a card that carries other allocations"
+            } else {
+                "shared Physical allocation on a card that carries a MIG, exclusive or differently shared allocation"
+            };
+            self.violations.push(violation(reason, card_holders.clone()));
+        }
+        if self.usage.charges_counters(slot, take) && !self.usage.counters_fit(inventory, device) {
+            self.violations
+                .push(violation("counters of its card are over-committed", card_holders));
+        }
+        self.usage.take(inventory, slot, take, None);
+        self.device_holders.entry(slot).or_default().push(claim.to_owned());
+        if let Some(card) = device.card {
+            self.card_holders.entry(card).or_default().push(claim.to_owned());
+        }
+    }
+}
+
+fn is_ours(inventory: &Inventory, slot: u32) -> bool {
+    inventory.driver_of(slot) == GPU_DRIVER
+}
+
+/// Audits `claims` (name, allocation), in the order given.
+pub(crate) fn audit<'a>(
+    inventory: &Inventory,
+    claims: impl Iterator<Item = (&'a str, &'a AllocationResult)>,
+) -> Vec<InvariantViolation> {
+    let mut replay = Replay::default();
+    for (claim, allocation) in claims {
         for result in allocation.devices.iter().flat_map(|d| d.results.iter().flatten()) {
             if result.driver != GPU_DRIVER || result.admin_access == Some(true) {
                 continue;
             }
-            let Some(index) = inventory.device_index(&result.driver, &result.pool, &result.device) else {
+            let Some(slot) = inventory.device_index(&result.driver, &result.pool, &result.device) else {
                 continue;
             };
-            let device = &inventory.devices[index];
             let take = if result.share_id.is_some() {
                 Take::Share
             } else {
                 Take::Exclusive
             };
-            let violation = |reason: &str| InvariantViolation {
-                claim: claim_name(claim),
-                device: format!("{}/{}", result.pool, result.device),
-                reason: reason.to_owned(),
-            };
-            if take == Take::Exclusive && usage.exclusive.contains(&index) {
-                violations.push(violation("allocated to more than one claim"));
-            }
-            if !usage.card_allows(index, device, take) {
-                let reason = if is_mig(device) {
-                    "MIG allocation on a card that carries a Physical allocation"
-                } else if take == Take::Exclusive {
-                    "exclusive Physical allocation on a card that carries other allocations"
-                } else {
-                    "shared Physical allocation on a card that carries a MIG, exclusive or differently shared allocation"
-                };
-                violations.push(violation(reason));
-            }
-            if usage.charges_counters(index, take) && !usage.counters_fit(inventory, device) {
-                violations.push(violation("counters of its card are over-committed"));
-            }
-            usage.take(inventory, index, take, None);
+            replay.result(inventory, claim, slot, take);
         }
     }
-    violations
+    replay.violations
+}
+
+/// Audits what the engine's claims hold, in claim name order.
+pub(crate) fn audit_holdings(inventory: &Inventory, holdings: &Holdings) -> Vec<InvariantViolation> {
+    let mut held: Vec<_> = holdings.claims.values().collect();
+    held.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut replay = Replay::default();
+    for claim in held {
+        for holding in &claim.holdings {
+            let Some((slot, _)) = holding.taken else { continue };
+            if !is_ours(inventory, slot) {
+                continue;
+            }
+            let take = if holding.share.is_some() {
+                Take::Share
+            } else {
+                Take::Exclusive
+            };
+            replay.result(inventory, &claim.name, slot, take);
+        }
+    }
+    replay.violations
 }

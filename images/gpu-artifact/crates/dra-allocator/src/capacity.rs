@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use dra_cel::Quantity;
 use k8s_openapi::api::resource::v1::{CapacityRequestPolicy, CapacityRequestPolicyRange};
 
-use crate::inventory::IndexedDevice;
+use crate::device::Capacity;
 
 fn q(value: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> Option<Quantity> {
     Quantity::parse(&value.0).ok()
@@ -68,24 +68,24 @@ fn violates(consumed: Quantity, policy: Option<&CapacityRequestPolicy>) -> bool 
     false
 }
 
-/// What one allocation of `device` for a request with `requests` consumes, in the device's
+/// What one allocation of `capacity` for a request with `requests` consumes, in the device's
 /// capacity order, or `None` when the request cannot be met by this device: it asks for a
 /// capacity the device does not have, breaks a request policy, or (with `already`) goes over.
 pub(crate) fn consume(
-    device: &IndexedDevice,
+    capacity: &Capacity,
     requests: Option<&BTreeMap<String, Quantity>>,
     already: Option<&[Quantity]>,
 ) -> Option<Vec<Quantity>> {
     if let Some(requests) = requests
         && requests
             .keys()
-            .any(|name| !device.capacity.iter().any(|(n, _, _)| n == name))
+            .any(|name| !capacity.0.iter().any(|(n, _, _)| **n == **name))
     {
         return None;
     }
-    let mut consumed = Vec::with_capacity(device.capacity.len());
-    for (i, (name, value, policy)) in device.capacity.iter().enumerate() {
-        let amount = consumed_for(requests.and_then(|r| r.get(name)).copied(), *value, policy.as_ref());
+    let mut consumed = Vec::with_capacity(capacity.0.len());
+    for (i, (name, value, policy)) in capacity.0.iter().enumerate() {
+        let amount = consumed_for(requests.and_then(|r| r.get(&**name)).copied(), *value, policy.as_ref());
         if violates(amount, policy.as_ref()) {
             return None;
         }

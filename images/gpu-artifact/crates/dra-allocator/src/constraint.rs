@@ -3,28 +3,15 @@
 //! satisfies either. Attribute lookup follows the scheduler's `lookupAttribute`: the fully
 //! qualified name, or the bare name when the domain is the device's driver.
 
-use k8s_openapi::api::resource::v1::{DeviceAttribute, DeviceConstraint};
+use k8s_openapi::api::resource::v1::DeviceConstraint;
 
-use crate::inventory::IndexedDevice;
+use crate::device::{AttrValue, Attributes};
 
 pub(crate) struct Constraint<'a> {
     requests: &'a [String],
     attribute: &'a str,
     distinct: bool,
-    values: Vec<DeviceAttribute>,
-}
-
-fn lookup<'d>(device: &'d IndexedDevice, name: &str) -> Option<&'d DeviceAttribute> {
-    let attributes = device.device.attributes.as_ref()?;
-    if let Some(a) = attributes.get(name) {
-        return Some(a);
-    }
-    let (domain, id) = name.split_once('/')?;
-    if domain == device.driver {
-        attributes.get(id)
-    } else {
-        None
-    }
+    values: Vec<AttrValue>,
 }
 
 impl<'a> Constraint<'a> {
@@ -52,11 +39,17 @@ impl<'a> Constraint<'a> {
     }
 
     /// Adds the device if the constraint still holds; returns whether it was added.
-    pub(crate) fn add(&mut self, request: &str, result_name: &str, device: &IndexedDevice) -> Option<bool> {
+    pub(crate) fn add(
+        &mut self,
+        request: &str,
+        result_name: &str,
+        attributes: &Attributes,
+        driver: &str,
+    ) -> Option<bool> {
         if !self.applies(request, result_name) {
             return Some(false);
         }
-        let value = lookup(device, self.attribute)?;
+        let value = attributes.lookup(self.attribute, driver)?;
         let ok = if self.distinct {
             !self.values.contains(value)
         } else {
@@ -79,11 +72,12 @@ pub(crate) fn add_all(
     constraints: &mut [Constraint<'_>],
     request: &str,
     result_name: &str,
-    device: &IndexedDevice,
+    attributes: &Attributes,
+    driver: &str,
 ) -> Option<Vec<usize>> {
     let mut added = Vec::new();
     for (i, c) in constraints.iter_mut().enumerate() {
-        match c.add(request, result_name, device) {
+        match c.add(request, result_name, attributes, driver) {
             Some(true) => added.push(i),
             Some(false) => {}
             None => {

@@ -1,49 +1,35 @@
-//! The device index: ResourceSlices grouped into pools (latest generation only), every device
-//! with its node binding, consumable capacities and resolved counter consumption. Counter sets
-//! are found in both layouts: 1.34 keeps them in the device's own slice (keyed per slice),
-//! 1.35+ in separate slices of the same pool (keyed per pool). A malformed pool (unknown counters,
-//! bad quantities, no node selection) or an invalid one (a device name repeated across its slices,
-//! the scheduler's `poolIsInvalid`) is left out whole and reported. Built once per `Allocator`;
-//! claims only index into it, nothing is cloned per claim.
+//! The device index, kept up to date slice by slice: slices grouped into pools (see `pool`),
+//! devices and counter sets in slots that stay put while their slice does, and which pools each
+//! node reaches (see `reach`). A change to one slice re-checks only its pool; devices of the other
+//! slices keep their slots, and with them what was learnt about them (selector results).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use dra_cel::Quantity;
-use k8s_openapi::api::resource::v1::{CapacityRequestPolicy, Device, DeviceTaint, ResourceSlice};
+use k8s_openapi::api::resource::v1::ResourceSlice;
 
-use crate::best_fit::FitKey;
+use crate::device::RawDevice;
 use crate::node_selection::NodeBinding;
+use crate::pool::{Pool, Positions};
+use crate::slice_record::{CounterList, Tables, parse_slice};
 
 /// The gpu module's driver name: its devices are the ones the invariants speak about.
 pub const GPU_DRIVER: &str = "gpu.deckhouse.io";
 
-pub(crate) struct IndexedDevice {
-    pub driver: String,
-    pub pool: usize,
-    pub name: String,
-    pub device: Device,
-    pub binding: NodeBinding,
-    pub shared: bool,
-    pub capacity: Vec<(String, Quantity, Option<CapacityRequestPolicy>)>,
-    /// (counter set index, [(counter index, amount)]).
-    pub consumes: Vec<(usize, Vec<(usize, Quantity)>)>,
-    pub taints: Vec<DeviceTaint>,
-    pub has_binding_conditions: bool,
-    pub fit: FitKey,
-    /// The counter set that stands for the physical card (`pgpu-<pci>`), for the invariants.
-    pub card: Option<usize>,
+pub(crate) struct Device {
+    pub raw: RawDevice,
+    pub pool: u32,
+    /// In the newest generation of a usable pool.
+    pub live: bool,
+    /// (counter set slot, counter positions and amounts).
+    pub consumes: Box<[(u32, Arc<Positions>)]>,
+    /// The counter set standing for the physical card (`pgpu-<pci>`), for the invariants.
+    pub card: Option<u32>,
 }
 
 pub(crate) struct CounterSet {
-    pub name: String,
-    pub counters: Vec<(String, Quantity)>,
-}
-
-pub(crate) struct Pool {
-    pub driver: String,
-    pub name: String,
-    pub incomplete: bool,
-    pub devices: Vec<usize>,
+    pub name: Arc<str>,
+    pub counters: Arc<CounterList>,
 }
 
 /// A slice that was left out, and why.
@@ -62,239 +48,306 @@ pub struct IgnoredPool {
     pub reason: String,
 }
 
+pub(crate) type PoolKey = (Arc<str>, Arc<str>);
+
 #[derive(Default)]
 pub(crate) struct Inventory {
-    pub devices: Vec<IndexedDevice>,
-    pub pools: Vec<Pool>,
-    pub counter_sets: Vec<CounterSet>,
-    pub by_id: HashMap<(String, String, String), usize>,
-    pub ignored: Vec<IgnoredSlice>,
-    pub ignored_pools: Vec<IgnoredPool>,
+    pub devices: Vec<Option<Device>>,
+    free_devices: Vec<u32>,
+    pub counter_sets: Vec<Option<CounterSet>>,
+    free_sets: Vec<u32>,
+    pub pools: Vec<Option<Pool>>,
+    free_pools: Vec<u32>,
+    pub pool_ids: BTreeMap<PoolKey, u32>,
+    slice_pool: HashMap<Arc<str>, u32>,
+    pub tables: Tables,
+    positions: crate::intern::Dedup<Positions>,
+    /// Device slots whose device was replaced or removed since the caller last took them.
+    pub changed_slots: Vec<u32>,
+    changes_since_prune: usize,
 }
 
-fn binding_of(slice: &ResourceSlice, device: &Device) -> Result<NodeBinding, String> {
-    let spec = &slice.spec;
-    let (name, all, selector) = if spec.per_device_node_selection == Some(true) {
-        (&device.node_name, device.all_nodes, &device.node_selector)
-    } else {
-        (&spec.node_name, spec.all_nodes, &spec.node_selector)
-    };
-    match (name, all, selector) {
-        (Some(n), None | Some(false), None) if !n.is_empty() => Ok(NodeBinding::Node(n.clone())),
-        (None, Some(true), None) => Ok(NodeBinding::AllNodes),
-        (None, None | Some(false), Some(s)) => Ok(NodeBinding::Selector(s.clone())),
-        _ => Err("exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection is required".to_owned()),
-    }
-}
-
-fn parse(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity, what: &str) -> Result<Quantity, String> {
-    Quantity::parse(&q.0).map_err(|e| format!("{what}: {e}"))
-}
+/// Slice changes between two prunings of the shared copies (at least; more for big inventories).
+const PRUNE_EVERY: usize = 256;
 
 impl Inventory {
-    pub(crate) fn build(slices: &[ResourceSlice]) -> Inventory {
-        let mut inventory = Inventory::default();
-        // Latest generation per pool; older generations are ignored silently, as the scheduler does.
-        let mut latest: HashMap<(&str, &str), i64> = HashMap::new();
-        for slice in slices {
-            let key = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
-            let generation = latest.entry(key).or_insert(slice.spec.pool.generation);
-            *generation = (*generation).max(slice.spec.pool.generation);
-        }
-        let mut grouped: Vec<((&str, &str), Vec<&ResourceSlice>)> = Vec::new();
-        let mut group_index: HashMap<(&str, &str), usize> = HashMap::new();
-        for slice in slices {
-            let key = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
-            if latest[&key] != slice.spec.pool.generation {
-                continue;
-            }
-            let i = *group_index.entry(key).or_insert_with(|| {
-                grouped.push((key, Vec::new()));
-                grouped.len() - 1
-            });
-            grouped[i].1.push(slice);
-        }
-        // Deterministic pool order (the 1.36+ scheduler sorts pools too).
-        grouped.sort_by(|a, b| a.0.cmp(&b.0));
-        for ((driver, pool_name), mut pool_slices) in grouped {
-            pool_slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-            if let Err((slice, reason)) = inventory.add_pool(driver, pool_name, &pool_slices) {
-                // The whole pool is unusable: counting every slice keeps the metric honest.
-                for s in &pool_slices {
-                    let name = s.metadata.name.clone().unwrap_or_default();
-                    let why = if name == slice {
-                        reason.clone()
-                    } else {
-                        format!("pool {pool_name} is left out because of slice {slice}: {reason}")
-                    };
-                    inventory.ignored.push(IgnoredSlice {
-                        slice: name,
-                        driver: driver.to_owned(),
-                        reason: why,
-                    });
-                }
-                inventory.ignored_pools.push(IgnoredPool {
-                    driver: driver.to_owned(),
-                    pool: pool_name.to_owned(),
-                    reason: format!("slice {slice}: {reason}"),
-                });
-            }
-        }
-        inventory
+    pub(crate) fn device(&self, slot: u32) -> &Device {
+        self.devices[slot as usize].as_ref().expect("a live slot")
     }
 
-    fn add_pool(&mut self, driver: &str, pool_name: &str, slices: &[&ResourceSlice]) -> Result<(), (String, String)> {
-        let expected = slices[0].spec.pool.resource_slice_count;
-        let incomplete = slices.len() as i64 != expected;
-        // Pool-wide counter sets (1.35+ layout) first, so devices in any slice can find them.
-        let mut pool_sets: HashMap<&str, usize> = HashMap::new();
-        let first_set = self.counter_sets.len();
-        let mut staged_sets: Vec<CounterSet> = Vec::new();
-        let mut slice_sets: Vec<HashMap<&str, usize>> = Vec::new();
+    pub(crate) fn pool(&self, id: u32) -> &Pool {
+        self.pools[id as usize].as_ref().expect("a live pool")
+    }
+
+    pub(crate) fn driver_of(&self, slot: u32) -> &str {
+        &self.pool(self.device(slot).pool).driver
+    }
+
+    /// The node selection of a device.
+    pub(crate) fn binding_of(&self, slot: u32) -> Option<&NodeBinding> {
+        Some(&self.device(slot).raw.binding)
+    }
+
+    /// The pool a slice of this name belongs to now, if any.
+    pub(crate) fn pool_of_slice(&self, name: &str) -> Option<u32> {
+        self.slice_pool.get(name).copied()
+    }
+
+    pub(crate) fn pool_id(&self, driver: &str, pool: &str) -> Option<u32> {
+        self.pool_ids.get(&(Arc::from(driver), Arc::from(pool))).copied()
+    }
+
+    /// Adds or replaces `slices` (by name), re-checking each pool they touch once. Returns the
+    /// pools whose contents changed (for the caller's bookkeeping: usage taken back before,
+    /// retaken after).
+    pub(crate) fn apply_slices(&mut self, slices: &[&ResourceSlice]) -> Vec<u32> {
+        let mut touched = std::collections::BTreeSet::new();
         for slice in slices {
-            let slice_name = slice.metadata.name.clone().unwrap_or_default();
-            let mut own = HashMap::new();
-            for set in slice.spec.shared_counters.iter().flatten() {
-                let mut counters = Vec::new();
-                for (name, counter) in &set.counters {
-                    counters.push((
-                        name.clone(),
-                        parse(&counter.value, &format!("counter {}/{name}", set.name))
-                            .map_err(|e| (slice_name.clone(), e))?,
-                    ));
-                }
-                let index = first_set + staged_sets.len();
-                staged_sets.push(CounterSet {
-                    name: set.name.clone(),
-                    counters,
-                });
-                own.insert(set.name.as_str(), index);
-                // A set inside a slice that also has devices is the 1.34 layout: keyed per slice.
-                if slice.spec.devices.as_ref().is_none_or(Vec::is_empty)
-                    && pool_sets.insert(set.name.as_str(), index).is_some()
-                {
-                    return Err((
-                        slice_name,
-                        format!("counter set {} is defined twice in pool {pool_name}", set.name),
-                    ));
-                }
+            let name = slice.metadata.name.as_deref().unwrap_or_default();
+            if let Some(old) = self.take_slice(name) {
+                touched.insert(old);
             }
-            slice_sets.push(own);
+            touched.insert(self.insert_slice(slice));
         }
-        let pool_index = self.pools.len();
-        let mut staged_devices = Vec::new();
-        // A pool repeating a device name across its slices is invalid (`poolIsInvalid`): never used.
-        let mut first_slice_of: HashMap<&str, &str> = HashMap::new();
-        for (slice, own_sets) in slices.iter().zip(&slice_sets) {
-            let slice_name = slice.metadata.name.as_deref().unwrap_or_default();
-            for device in slice.spec.devices.iter().flatten() {
-                if let Some(first) = first_slice_of.insert(device.name.as_str(), slice_name) {
-                    return Err((
-                        slice_name.to_owned(),
-                        format!(
-                            "invalid pool: device {} is listed in slices {first} and {slice_name}, but device names must be unique within a pool",
-                            device.name
-                        ),
-                    ));
-                }
-                let indexed = self
-                    .index_device(
-                        driver,
-                        pool_index,
-                        slice,
-                        device,
-                        own_sets,
-                        &pool_sets,
-                        first_set,
-                        &staged_sets,
-                    )
-                    .map_err(|e| (slice_name.to_owned(), format!("device {}: {e}", device.name)))?;
-                staged_devices.push(indexed);
-            }
+        for &id in &touched {
+            self.rebuild(id);
         }
-        self.counter_sets.extend(staged_sets);
-        let mut pool = Pool {
-            driver: driver.to_owned(),
-            name: pool_name.to_owned(),
-            incomplete,
-            devices: Vec::new(),
+        touched.into_iter().collect()
+    }
+
+    /// Removes the slice named `name`, if known. Returns the pool it changed.
+    pub(crate) fn remove_slice(&mut self, name: &str) -> Vec<u32> {
+        let Some(pool_id) = self.take_slice(name) else {
+            return Vec::new();
         };
-        for device in staged_devices {
-            let index = self.devices.len();
-            self.by_id.insert(
-                (device.driver.clone(), pool_name.to_owned(), device.name.clone()),
-                index,
-            );
-            pool.devices.push(index);
-            self.devices.push(device);
-        }
-        self.pools.push(pool);
-        Ok(())
+        self.rebuild(pool_id);
+        vec![pool_id]
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn index_device(
-        &self,
-        driver: &str,
-        pool: usize,
-        slice: &ResourceSlice,
-        device: &Device,
-        own_sets: &HashMap<&str, usize>,
-        pool_sets: &HashMap<&str, usize>,
-        first_set: usize,
-        staged_sets: &[CounterSet],
-    ) -> Result<IndexedDevice, String> {
-        let binding = binding_of(slice, device)?;
-        let mut capacity = Vec::new();
-        for (name, cap) in device.capacity.iter().flatten() {
-            capacity.push((
-                name.clone(),
-                parse(&cap.value, &format!("capacity {name}"))?,
-                cap.request_policy.clone(),
-            ));
+    /// Takes the slice out of its pool (not re-checked yet), freeing its devices' slots.
+    fn take_slice(&mut self, name: &str) -> Option<u32> {
+        let pool_id = self.slice_pool.remove(name)?;
+        let pool = self.pools[pool_id as usize].as_mut().expect("a live pool");
+        let at = pool.slices.iter().position(|s| &*s.name == name).expect("indexed slice");
+        let record = pool.slices.remove(at);
+        for slot in record.devices {
+            self.devices[slot as usize] = None;
+            self.free_devices.push(slot);
+            self.changed_slots.push(slot);
         }
-        let mut consumes = Vec::new();
-        let mut card = None;
-        for consumption in device.consumes_counters.iter().flatten() {
-            let set_index = *own_sets
-                .get(consumption.counter_set.as_str())
-                .or_else(|| pool_sets.get(consumption.counter_set.as_str()))
-                .ok_or_else(|| format!("consumes counters of unknown counter set {}", consumption.counter_set))?;
-            let set = &staged_sets[set_index - first_set];
-            let mut amounts = Vec::new();
-            for (name, counter) in &consumption.counters {
-                let position = set
-                    .counters
-                    .iter()
-                    .position(|(n, _)| n == name)
-                    .ok_or_else(|| format!("consumes unknown counter {name} of counter set {}", set.name))?;
-                amounts.push((position, parse(&counter.value, &format!("counter {name}"))?));
-            }
-            if set.name.starts_with("pgpu-") {
-                card = Some(set_index);
-            }
-            consumes.push((set_index, amounts));
-        }
-        let fit = FitKey::of(device, &consumes, staged_sets, first_set);
-        Ok(IndexedDevice {
-            driver: driver.to_owned(),
-            pool,
-            name: device.name.clone(),
-            device: device.clone(),
-            binding,
-            shared: device.allow_multiple_allocations == Some(true),
-            capacity,
-            consumes,
-            taints: device.taints.clone().unwrap_or_default(),
-            has_binding_conditions: device.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()),
-            fit,
-            card: if driver == GPU_DRIVER { card } else { None },
-        })
+        Some(pool_id)
     }
 
-    pub(crate) fn device_index(&self, driver: &str, pool: &str, device: &str) -> Option<usize> {
-        self.by_id
-            .get(&(driver.to_owned(), pool.to_owned(), device.to_owned()))
-            .copied()
+    /// Puts the slice into its pool (made if new), not re-checked yet.
+    fn insert_slice(&mut self, slice: &ResourceSlice) -> u32 {
+        let key = (
+            self.tables.strings.str(&slice.spec.driver),
+            self.tables.strings.str(&slice.spec.pool.name),
+        );
+        let pool_id = match self.pool_ids.get(&key) {
+            Some(id) => *id,
+            None => {
+                let pool = Pool::new(key.0.clone(), key.1.clone());
+                let id = match self.free_pools.pop() {
+                    Some(id) => {
+                        self.pools[id as usize] = Some(pool);
+                        id
+                    }
+                    None => {
+                        self.pools.push(Some(pool));
+                        (self.pools.len() - 1) as u32
+                    }
+                };
+                self.pool_ids.insert(key, id);
+                id
+            }
+        };
+        let (mut record, raws) = parse_slice(slice, &mut self.tables);
+        for raw in raws {
+            let slot = self.place(Device {
+                raw,
+                pool: pool_id,
+                live: false,
+                consumes: Box::new([]),
+                card: None,
+            });
+            record.devices.push(slot);
+        }
+        self.slice_pool.insert(record.name.clone(), pool_id);
+        let pool = self.pools[pool_id as usize].as_mut().expect("just made");
+        let at = pool.slices.partition_point(|s| s.name < record.name);
+        pool.slices.insert(at, record);
+        pool_id
+    }
+
+    /// Forgets pools without slices and, now and then, shared copies no one uses (after the
+    /// caller has taken back everything it held in them).
+    pub(crate) fn collect(&mut self, pools: &[u32]) {
+        for &id in pools {
+            let empty = self.pools[id as usize].as_ref().is_some_and(|p| p.slices.is_empty());
+            if empty {
+                let pool = self.pools[id as usize].take().expect("checked");
+                self.pool_ids.remove(&(pool.driver, pool.name));
+                self.free_pools.push(id);
+            }
+        }
+        // Pruning walks every shared copy: do it once per many changes, so its cost per change
+        // stays small while what it may hold back stays bounded.
+        self.changes_since_prune += 1;
+        if self.changes_since_prune >= PRUNE_EVERY.max(self.pool_ids.len() / 4) {
+            self.changes_since_prune = 0;
+            self.tables.prune();
+            self.positions.prune();
+        }
+    }
+
+    fn place(&mut self, device: Device) -> u32 {
+        let slot = match self.free_devices.pop() {
+            Some(slot) => {
+                self.devices[slot as usize] = Some(device);
+                slot
+            }
+            None => {
+                self.devices.push(Some(device));
+                (self.devices.len() - 1) as u32
+            }
+        };
+        self.changed_slots.push(slot);
+        slot
+    }
+
+    /// Re-checks one pool and resolves its devices' counter consumption.
+    fn rebuild(&mut self, pool_id: u32) {
+        let old_sets = std::mem::take(&mut self.pools[pool_id as usize].as_mut().expect("pool").sets);
+        for slot in old_sets {
+            self.counter_sets[slot as usize] = None;
+            self.free_sets.push(slot);
+        }
+        let pool = self.pools[pool_id as usize].as_ref().expect("pool");
+        let devices = &self.devices;
+        let plan = pool
+            .plan(&|slot| &devices[slot as usize].as_ref().expect("slot").raw)
+            .map(|plan| {
+                let sets: Vec<(Arc<str>, Arc<CounterList>)> =
+                    plan.sets.iter().map(|s| (s.name.clone(), s.counters.clone())).collect();
+                (sets, plan.devices, plan.incomplete)
+            });
+        let all_slots: Vec<u32> = pool.slices.iter().flat_map(|s| s.devices.iter().copied()).collect();
+        for &slot in &all_slots {
+            let device = self.devices[slot as usize].as_mut().expect("slot");
+            device.live = false;
+            device.consumes = Box::new([]);
+            device.card = None;
+        }
+        let (sets, planned, incomplete) = match plan {
+            Ok(plan) => plan,
+            Err(problem) => {
+                let pool = self.pools[pool_id as usize].as_mut().expect("pool");
+                pool.live = false;
+                pool.incomplete = false;
+                pool.by_name.clear();
+                pool.problem = Some(problem);
+                return;
+            }
+        };
+        let mut set_slots = Vec::with_capacity(sets.len());
+        for (name, counters) in sets {
+            let set = CounterSet { name, counters };
+            let slot = match self.free_sets.pop() {
+                Some(slot) => {
+                    self.counter_sets[slot as usize] = Some(set);
+                    slot
+                }
+                None => {
+                    self.counter_sets.push(Some(set));
+                    (self.counter_sets.len() - 1) as u32
+                }
+            };
+            set_slots.push(slot);
+        }
+        let ours = &*self.pool(pool_id).driver == GPU_DRIVER;
+        let mut by_name = Vec::with_capacity(planned.len());
+        for (slot, consumes) in planned {
+            let mut resolved = Vec::with_capacity(consumes.len());
+            let mut card = None;
+            for (set, positions) in consumes {
+                let set_slot = set_slots[set];
+                let set_name = &self.counter_sets[set_slot as usize].as_ref().expect("set").name;
+                if ours && set_name.starts_with("pgpu-") {
+                    card = Some(set_slot);
+                }
+                resolved.push((set_slot, self.positions.value(Positions(positions))));
+            }
+            let device = self.devices[slot as usize].as_mut().expect("slot");
+            device.live = true;
+            device.consumes = resolved.into();
+            device.card = card;
+            by_name.push(slot);
+        }
+        let devices = &self.devices;
+        by_name.sort_by(|a, b| {
+            let name = |s: &u32| &devices[*s as usize].as_ref().expect("slot").raw.name;
+            name(a).cmp(name(b))
+        });
+        let pool = self.pools[pool_id as usize].as_mut().expect("pool");
+        pool.live = true;
+        pool.incomplete = incomplete;
+        pool.sets = set_slots;
+        pool.by_name = by_name;
+        pool.problem = None;
+    }
+
+    /// The live device `name` of pool (`driver`, `pool`).
+    pub(crate) fn device_index(&self, driver: &str, pool: &str, name: &str) -> Option<u32> {
+        let pool = self.pool(self.pool_id(driver, pool)?);
+        let at = pool
+            .by_name
+            .binary_search_by(|slot| (*self.device(*slot).raw.name).cmp(name))
+            .ok()?;
+        Some(pool.by_name[at])
+    }
+
+    /// Live devices of every pool, in pool then name order.
+    pub(crate) fn live_devices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.pool_ids
+            .values()
+            .flat_map(move |id| self.pool(*id).by_name.iter().copied())
+    }
+
+    pub(crate) fn ignored_slices(&self) -> Vec<IgnoredSlice> {
+        let mut ignored = Vec::new();
+        for id in self.pool_ids.values() {
+            let pool = self.pool(*id);
+            let Some((slice, reason)) = &pool.problem else { continue };
+            let latest = pool.slices.iter().map(|s| s.generation).max().unwrap_or_default();
+            // The whole pool is unusable: counting every slice keeps the metric honest.
+            for s in pool.slices.iter().filter(|s| s.generation == latest) {
+                let why = if s.name == *slice {
+                    reason.clone()
+                } else {
+                    format!("pool {} is left out because of slice {slice}: {reason}", pool.name)
+                };
+                ignored.push(IgnoredSlice {
+                    slice: s.name.to_string(),
+                    driver: pool.driver.to_string(),
+                    reason: why,
+                });
+            }
+        }
+        ignored
+    }
+
+    pub(crate) fn ignored_pools(&self) -> Vec<IgnoredPool> {
+        self.pool_ids
+            .values()
+            .filter_map(|id| {
+                let pool = self.pool(*id);
+                pool.problem.as_ref().map(|(slice, reason)| IgnoredPool {
+                    driver: pool.driver.to_string(),
+                    pool: pool.name.to_string(),
+                    reason: format!("slice {slice}: {reason}"),
+                })
+            })
+            .collect()
     }
 }

@@ -52,17 +52,19 @@ pub(crate) fn build(
 ) -> AllocationResult {
     let mut results = Vec::with_capacity(picks.len());
     for pick in picks {
-        let device = &inventory.devices[pick.device];
+        let device = inventory.device(pick.device);
         let alternative = &requests[pick.request].alternatives[pick.alternative];
-        let pool = &inventory.pools[device.pool];
+        let pool = inventory.pool(device.pool);
         let (share_id, consumed_capacity) = match &pick.consumed {
             Some(consumed) => {
                 *share_counter += 1;
                 let map: BTreeMap<String, K8sQuantity> = device
+                    .raw
                     .capacity
+                    .0
                     .iter()
                     .zip(consumed)
-                    .map(|((name, _, _), q)| (name.clone(), K8sQuantity(q.to_decimal_string())))
+                    .map(|((name, _, _), q)| (name.to_string(), K8sQuantity(q.to_decimal_string())))
                     .collect();
                 (Some(new_share_id(*share_counter)), Some(map))
             }
@@ -70,9 +72,9 @@ pub(crate) fn build(
         };
         results.push(DeviceRequestAllocationResult {
             request: alternative.result_name.clone(),
-            driver: pool.driver.clone(),
-            pool: pool.name.clone(),
-            device: device.name.clone(),
+            driver: pool.driver.to_string(),
+            pool: pool.name.to_string(),
+            device: device.raw.name.to_string(),
             admin_access: alternative.admin.then_some(true),
             tolerations: (!alternative.tolerations.is_empty()).then(|| alternative.tolerations.to_vec()),
             share_id,
@@ -139,7 +141,10 @@ pub(crate) fn build(
             results: Some(results),
             config: (!config.is_empty()).then_some(config),
         }),
-        node_selector: allocation_node_selector(picks.iter().map(|p| &inventory.devices[p.device].binding), node_name),
+        node_selector: allocation_node_selector(
+            picks.iter().filter_map(|p| inventory.binding_of(p.device)),
+            node_name,
+        ),
         allocation_timestamp: None,
     }
 }

@@ -3,21 +3,22 @@
 //! that order wins. Within a request, devices are chosen as a combination (increasing
 //! candidate positions), which finds every solution the scheduler's permutation search finds. A step budget bounds the work on hopeless claims.
 
-use std::collections::HashSet;
 
 use dra_cel::Quantity;
 
 use crate::capacity;
 use crate::constraint::{Constraint, add_all};
+use crate::fast_hash::FastSet;
 use crate::inventory::Inventory;
 use crate::request::{ALLOCATION_RESULTS_MAX_SIZE, Request};
 use crate::taints::all_tolerated;
 use crate::usage::{Take, Usage};
 
+#[derive(Clone)]
 pub(crate) struct Pick {
     pub request: usize,
     pub alternative: usize,
-    pub device: usize,
+    pub device: u32,
     pub take: Take,
     pub consumed: Option<Vec<Quantity>>,
     constraints: Vec<usize>,
@@ -31,12 +32,12 @@ pub(crate) struct Search<'s, 'a> {
     pub usage: &'s mut Usage,
     pub requests: &'s [Request<'a>],
     /// Candidates per request and alternative, in best-fit order.
-    pub candidates: &'s [Vec<Vec<usize>>],
+    pub candidates: &'s [Vec<Vec<u32>>],
     pub constraints: Vec<Constraint<'a>>,
     pub picks: Vec<Pick>,
     pub steps: u64,
     pub budget: u64,
-    in_claim: HashSet<usize>,
+    in_claim: FastSet<u32>,
 }
 
 impl<'s, 'a> Search<'s, 'a> {
@@ -44,7 +45,7 @@ impl<'s, 'a> Search<'s, 'a> {
         inventory: &'s Inventory,
         usage: &'s mut Usage,
         requests: &'s [Request<'a>],
-        candidates: &'s [Vec<Vec<usize>>],
+        candidates: &'s [Vec<Vec<u32>>],
         constraints: Vec<Constraint<'a>>,
         budget: u64,
     ) -> Self {
@@ -57,7 +58,7 @@ impl<'s, 'a> Search<'s, 'a> {
             picks: Vec::new(),
             steps: 0,
             budget,
-            in_claim: HashSet::new(),
+            in_claim: FastSet::default(),
         }
     }
 
@@ -146,27 +147,29 @@ impl<'s, 'a> Search<'s, 'a> {
         }
     }
 
-    fn try_pick(&mut self, r: usize, a: usize, index: usize) -> Option<Pick> {
-        let device = &self.inventory.devices[index];
+    fn try_pick(&mut self, r: usize, a: usize, index: u32) -> Option<Pick> {
+        let device = self.inventory.device(index);
         let request = &self.requests[r];
         let alternative = &request.alternatives[a];
-        if !all_tolerated(&device.taints, alternative.tolerations) {
+        if let Some(taints) = &device.raw.taints
+            && !all_tolerated(taints, alternative.tolerations)
+        {
             return None;
         }
         // Within a claim a device that is not multi-allocatable serves one pick, admin or not (the
         // scheduler marks it allocating for the claim either way). Admin access skips only the
         // "in use by others" check: its counters and a share's capacity still count while the
         // claim is allocated, as `allocateDevice` runs `checkAvailableCounters` for it too.
-        if !device.shared && self.in_claim.contains(&index) {
+        if !device.raw.shared && self.in_claim.contains(&index) {
             return None;
         }
-        let take = match (alternative.admin, device.shared) {
+        let take = match (alternative.admin, device.raw.shared) {
             (true, true) => Take::AdminShare,
             (true, false) => Take::Admin,
             (false, true) => Take::Share,
             (false, false) => Take::Exclusive,
         };
-        if take == Take::Exclusive && self.usage.exclusive.contains(&index) {
+        if take == Take::Exclusive && self.usage.is_exclusive(index) {
             return None;
         }
         if self.usage.charges_counters(index, take) && !self.usage.counters_fit(self.inventory, device) {
@@ -175,16 +178,23 @@ impl<'s, 'a> Search<'s, 'a> {
         if take.holds_card() && !self.usage.card_allows(index, device, take) {
             return None;
         }
-        let already = if device.shared {
+        let already = if device.raw.shared {
             self.usage.shared_capacity.get(&index).map(Vec::as_slice)
         } else {
             None
         };
-        let consumed = capacity::consume(device, alternative.capacity.as_ref(), already)?;
-        let constraints = add_all(&mut self.constraints, request.name, &alternative.result_name, device)?;
-        let consumed = if device.shared { Some(consumed) } else { None };
+        let consumed = capacity::consume(&device.raw.capacity, alternative.capacity.as_ref(), already)?;
+        let driver = self.inventory.driver_of(index);
+        let constraints = add_all(
+            &mut self.constraints,
+            request.name,
+            &alternative.result_name,
+            &device.raw.attributes,
+            driver,
+        )?;
+        let consumed = if device.raw.shared { Some(consumed) } else { None };
         self.usage.take(self.inventory, index, take, consumed.as_deref());
-        if !device.shared {
+        if !device.raw.shared {
             self.in_claim.insert(index);
         }
         Some(Pick {
@@ -203,7 +213,7 @@ impl<'s, 'a> Search<'s, 'a> {
         }
         self.usage
             .release(self.inventory, pick.device, pick.take, pick.consumed.as_deref());
-        if !self.inventory.devices[pick.device].shared {
+        if !self.inventory.device(pick.device).raw.shared {
             self.in_claim.remove(&pick.device);
         }
     }

@@ -6,11 +6,11 @@
 //! change returns an undo record, so the search can try and take back picks without copying the
 //! state.
 
-use std::collections::{HashMap, HashSet};
 
 use dra_cel::Quantity;
 
-use crate::inventory::{IndexedDevice, Inventory};
+use crate::fast_hash::FastMap;
+use crate::inventory::{Device, Inventory};
 
 /// How a device is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,48 +41,55 @@ pub(crate) struct CardUse {
     pub mig: u32,
     pub physical_exclusive: u32,
     /// Shared Physical offers in use on the card, with their share counts.
-    pub shared_offers: HashMap<usize, u32>,
+    pub shared_offers: FastMap<u32, u32>,
 }
 
+/// Counts, not sets: a device given to two claims (by two allocators racing) is still held by
+/// the second when the first lets go.
 #[derive(Default)]
 pub(crate) struct Usage {
-    pub exclusive: HashSet<usize>,
-    pub shares: HashMap<usize, u32>,
-    pub shared_capacity: HashMap<usize, Vec<Quantity>>,
-    pub counters_used: HashMap<usize, Vec<Quantity>>,
-    pub cards: HashMap<usize, CardUse>,
-}
-
-pub(crate) fn is_mig(device: &IndexedDevice) -> bool {
-    device.device.attributes.iter().flatten().any(|(name, value)| {
-        (name == "deviceType" || name == "gpu.deckhouse.io/deviceType") && value.string.as_deref() == Some("MIG")
-    })
+    /// Exclusive holders per device slot.
+    pub exclusive: Vec<u16>,
+    pub shares: FastMap<u32, u32>,
+    pub shared_capacity: FastMap<u32, Vec<Quantity>>,
+    pub counters_used: FastMap<u32, Box<[Quantity]>>,
+    pub cards: FastMap<u32, CardUse>,
 }
 
 impl Usage {
-    fn charge(&mut self, inventory: &Inventory, device: &IndexedDevice, sign: i8) {
-        for (set, amounts) in &device.consumes {
-            let used = self
-                .counters_used
-                .entry(*set)
-                .or_insert_with(|| vec![Quantity::ZERO; inventory.counter_sets[*set].counters.len()]);
-            for (i, amount) in amounts {
-                used[*i] = if sign > 0 {
-                    used[*i].saturating_add(*amount)
+    pub(crate) fn is_exclusive(&self, slot: u32) -> bool {
+        self.exclusive.get(slot as usize).is_some_and(|n| *n > 0)
+    }
+
+    fn charge(&mut self, inventory: &Inventory, device: &Device, sign: i8) {
+        for (set, positions) in device.consumes.iter() {
+            let used = self.counters_used.entry(*set).or_insert_with(|| {
+                let len = inventory.counter_sets[*set as usize]
+                    .as_ref()
+                    .map_or(0, |s| s.counters.0.len());
+                vec![Quantity::ZERO; len].into()
+            });
+            for (i, amount) in positions.0.iter() {
+                let i = *i as usize;
+                used[i] = if sign > 0 {
+                    used[i].saturating_add(*amount)
                 } else {
-                    used[*i].saturating_sub(*amount)
+                    used[i].saturating_sub(*amount)
                 };
             }
         }
     }
 
     /// Whether charging the device's counters keeps every counter within its set's value.
-    pub(crate) fn counters_fit(&self, inventory: &Inventory, device: &IndexedDevice) -> bool {
-        device.consumes.iter().all(|(set, amounts)| {
+    pub(crate) fn counters_fit(&self, inventory: &Inventory, device: &Device) -> bool {
+        device.consumes.iter().all(|(set, positions)| {
             let used = self.counters_used.get(set);
-            amounts.iter().all(|(i, amount)| {
-                let already = used.map_or(Quantity::ZERO, |u| u[*i]);
-                already.saturating_add(*amount) <= inventory.counter_sets[*set].counters[*i].1
+            let Some(counters) = inventory.counter_sets[*set as usize].as_ref() else {
+                return false;
+            };
+            positions.0.iter().all(|(i, amount)| {
+                let already = used.map_or(Quantity::ZERO, |u| u[*i as usize]);
+                already.saturating_add(*amount) <= counters.counters.0[*i as usize].1
             })
         })
     }
@@ -90,17 +97,17 @@ impl Usage {
     /// Whether the counters must be charged for this take: always for a device that is not
     /// multi-allocatable (admin access too, as `checkAvailableCounters` runs for it), for a
     /// multi-allocatable one only on its first share (the scheduler's `skipCounterCheck`).
-    pub(crate) fn charges_counters(&self, index: usize, take: Take) -> bool {
+    pub(crate) fn charges_counters(&self, index: u32, take: Take) -> bool {
         !take.is_share() || !self.shares.contains_key(&index)
     }
 
     /// ARCHITECTURE section 8: MIG only with MIG; an exclusive Physical alone; shared Physical
     /// allocations of one card through one offer (one offer is one strategy).
-    pub(crate) fn card_allows(&self, index: usize, device: &IndexedDevice, take: Take) -> bool {
+    pub(crate) fn card_allows(&self, index: u32, device: &Device, take: Take) -> bool {
         let Some(card) = device.card.and_then(|c| self.cards.get(&c)) else {
             return true;
         };
-        if is_mig(device) {
+        if device.raw.is_mig {
             return card.physical_exclusive == 0 && card.shared_offers.is_empty();
         }
         match take {
@@ -114,14 +121,18 @@ impl Usage {
 
     /// Records a take. `consumed` lists the capacity consumed by a share, in the device's
     /// capacity order.
-    pub(crate) fn take(&mut self, inventory: &Inventory, index: usize, take: Take, consumed: Option<&[Quantity]>) {
-        let device = &inventory.devices[index];
+    pub(crate) fn take(&mut self, inventory: &Inventory, index: u32, take: Take, consumed: Option<&[Quantity]>) {
+        let device = inventory.device(index);
         if self.charges_counters(index, take) {
             self.charge(inventory, device, 1);
         }
         match take {
             Take::Exclusive => {
-                self.exclusive.insert(index);
+                let slot = index as usize;
+                if self.exclusive.len() <= slot {
+                    self.exclusive.resize(slot + 1, 0);
+                }
+                self.exclusive[slot] += 1;
             }
             Take::Admin => {}
             Take::Share | Take::AdminShare => {
@@ -139,7 +150,7 @@ impl Usage {
         }
         if let Some(card) = device.card.filter(|_| take.holds_card()) {
             let card = self.cards.entry(card).or_default();
-            if is_mig(device) {
+            if device.raw.is_mig {
                 card.mig += 1;
             } else if take == Take::Exclusive {
                 card.physical_exclusive += 1;
@@ -150,11 +161,13 @@ impl Usage {
     }
 
     /// Takes back exactly what `take` with the same arguments recorded.
-    pub(crate) fn release(&mut self, inventory: &Inventory, index: usize, take: Take, consumed: Option<&[Quantity]>) {
-        let device = &inventory.devices[index];
+    pub(crate) fn release(&mut self, inventory: &Inventory, index: u32, take: Take, consumed: Option<&[Quantity]>) {
+        let device = inventory.device(index);
         match take {
             Take::Exclusive => {
-                self.exclusive.remove(&index);
+                if let Some(count) = self.exclusive.get_mut(index as usize) {
+                    *count = count.saturating_sub(1);
+                }
             }
             Take::Admin => {}
             Take::Share | Take::AdminShare => {
@@ -162,6 +175,7 @@ impl Usage {
                 *count -= 1;
                 if *count == 0 {
                     self.shares.remove(&index);
+                    self.shared_capacity.remove(&index);
                 }
                 if let (Some(consumed), Some(total)) = (consumed, self.shared_capacity.get_mut(&index)) {
                     for (t, c) in total.iter_mut().zip(consumed) {
@@ -178,7 +192,7 @@ impl Usage {
             .filter(|_| take.holds_card())
             .and_then(|c| self.cards.get_mut(&c))
         {
-            if is_mig(device) {
+            if device.raw.is_mig {
                 card.mig -= 1;
             } else if take == Take::Exclusive {
                 card.physical_exclusive -= 1;
@@ -189,5 +203,18 @@ impl Usage {
                 }
             }
         }
+    }
+}
+
+impl Usage {
+    /// Drops what is recorded for counter sets and cards that no longer exist (their pool was
+    /// rebuilt or removed after everything in it was released).
+    pub(crate) fn forget_sets(&mut self, inventory: &Inventory) {
+        let live = |set: &u32| inventory.counter_sets.get(*set as usize).is_some_and(Option::is_some);
+        self.counters_used
+            .retain(|set, used| live(set) && !used.iter().all(Quantity::is_zero));
+        self.cards.retain(|card, held| {
+            live(card) && (held.mig > 0 || held.physical_exclusive > 0 || !held.shared_offers.is_empty())
+        });
     }
 }

@@ -175,7 +175,7 @@ fn a_pool_repeating_a_device_name_across_slices_is_never_allocated_from() {
         "{}",
         pools[0].reason
     );
-    let ignored: Vec<&str> = alone.ignored_slices().iter().map(|s| s.slice.as_str()).collect();
+    let ignored: Vec<String> = alone.ignored_slices().into_iter().map(|s| s.slice).collect();
     assert_eq!(ignored, ["node-b-1", "node-b-2"]);
 
     let mut beside = Allocator::new(

@@ -45,14 +45,17 @@ mod device;
 mod error;
 mod kubernetes_library;
 mod quantity;
+mod references;
 mod release;
 mod selector;
 mod semver;
 
 pub use check::{DeclaredOverload, declared_overloads};
-pub use device::DeviceContext;
+pub use deep_stack::{STACK_BYTES, on_deep_stack_thread, spawn_deep_stack};
+pub use device::{AttributeValue, DeviceContext};
 pub use error::CelError;
 pub use quantity::{Quantity, QuantityError};
+pub use references::DeviceReference;
 pub use release::KubernetesRelease;
 pub use selector::{
     CompiledSelector, MAX_COST, MAX_EXPRESSION_LENGTH, SelectorCache, dra_environment, estimate_max_cost,

@@ -10,6 +10,7 @@ use cel::{Env, Value};
 
 use crate::deep_stack::on_deep_stack;
 use crate::device::DeviceContext;
+use crate::references::{DeviceReference, device_references};
 use crate::release::KubernetesRelease;
 use crate::{CelError, check, cost, kubernetes_library};
 
@@ -32,6 +33,7 @@ pub struct CompiledSelector {
     expression: String,
     program: Expression,
     max_cost: u64,
+    references: Option<Vec<DeviceReference>>,
 }
 
 impl CompiledSelector {
@@ -53,6 +55,12 @@ impl CompiledSelector {
 
     pub fn expression(&self) -> &str {
         &self.expression
+    }
+
+    /// The parts of the device the selector reads, when its tree tells (see [`DeviceReference`]):
+    /// devices equal in them get the same answer.
+    pub fn device_references(&self) -> Option<&[DeviceReference]> {
+        self.references.as_deref()
     }
 
     /// The worst-case cost estimated at compile time, as cel-go's estimator gives it (the API
@@ -159,12 +167,19 @@ impl SelectorCache {
                 .enable_ident_escape_syntax(true)
                 .parse(expression)
                 .map_err(|e| CelError::compile(expression, e.to_string()))?;
+            let references = device_references(&program);
             Ok(Arc::new(CompiledSelector {
                 expression: expression.to_owned(),
                 program,
                 max_cost,
+                references,
             }))
         })
+    }
+
+    /// Drops the compiled form of `expression` (a long-running caller bounds the cache this way).
+    pub fn forget(&self, expression: &str) {
+        self.compiled.write().expect("selector cache lock").remove(expression);
     }
 
     /// How many distinct expressions are cached.

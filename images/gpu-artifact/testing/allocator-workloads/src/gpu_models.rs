@@ -1,8 +1,10 @@
 //! The MIG tables of the GPUs in the workloads: per profile the memory slices one instance takes,
 //! its memory, and every placement start (from `nvidia-smi mig -lgipp`, as in the mock-nvml
-//! machines). Media-extension profiles (`+me`) are left out: they would need a media-engine
-//! counter the workloads do not model. Of the profiles taking the same number of memory slices,
-//! the one listed first is the one a small inventory offers (see `NodeShape`).
+//! machines). The H100's media-extension profile (`1g.10gb+me`, which takes the card's media
+//! engines) is modelled with one `media-extensions` counter per card that it consumes whole, so
+//! one such instance fits a card at a time; the A100s' are left out. Of the profiles taking the
+//! same number of memory slices, the one listed first is the one a small inventory offers (see
+//! `NodeShape`).
 
 /// One MIG profile: name, memory slices per instance, memory in Gi, placement starts.
 pub struct MigProfile {
@@ -10,6 +12,8 @@ pub struct MigProfile {
     pub memory_slices: u32,
     pub memory_gi: u64,
     pub starts: &'static [u32],
+    /// Takes the card's media engines (`+me`).
+    pub media: bool,
 }
 
 /// A GPU model: the value of its `device` attribute, its memory and its MIG table.
@@ -26,6 +30,14 @@ const fn profile(name: &'static str, memory_slices: u32, memory_gi: u64, starts:
         memory_slices,
         memory_gi,
         starts,
+        media: false,
+    }
+}
+
+const fn media(name: &'static str, memory_slices: u32, memory_gi: u64, starts: &'static [u32]) -> MigProfile {
+    MigProfile {
+        media: true,
+        ..profile(name, memory_slices, memory_gi, starts)
     }
 }
 
@@ -80,6 +92,7 @@ pub const H100_SXM5_80GB: GpuModel = GpuModel {
     memory_slices: 8,
     profiles: &[
         profile("1g.10gb", 1, 10, SEVEN),
+        media("1g.10gb+me", 1, 10, SEVEN),
         profile("2g.20gb", 2, 20, PAIRS),
         profile("1g.20gb", 2, 20, EVEN),
         profile("3g.40gb", 4, 40, HALVES),

@@ -55,6 +55,10 @@ fn card_offers(rng: &mut Rng, shape: &NodeShape, pool: &str, card: usize) -> (Va
     for i in 0..model.memory_slices {
         counters[format!("memory-slice-{i}")] = json!({"value": "1"});
     }
+    let media = model.profiles.iter().any(|p| p.media);
+    if media {
+        counters["media-extensions"] = json!({"value": "1"});
+    }
     let counter_set = json!({"name": set, "counters": counters});
     let base = |device_type: &str| {
         json!({
@@ -70,7 +74,10 @@ fn card_offers(rng: &mut Rng, shape: &NodeShape, pool: &str, card: usize) -> (Va
         }
         c
     };
-    let whole = slices_from(0, model.memory_slices, model.memory_gi);
+    let mut whole = slices_from(0, model.memory_slices, model.memory_gi);
+    if media {
+        whole["media-extensions"] = json!({"value": "1"});
+    }
     let physical = |name: String, shared: bool| {
         device(
             &name,
@@ -99,7 +106,10 @@ fn card_offers(rng: &mut Rng, shape: &NodeShape, pool: &str, card: usize) -> (Va
                 let mut attrs = base("MIG");
                 attrs["gpu.deckhouse.io/migProfile"] = json!({"string": profile.name});
                 let name = format!("gpu{card}-mig-{}-{start}", label(profile.name).replace('-', ""));
-                let counters = slices_from(*start, profile.memory_slices, profile.memory_gi);
+                let mut counters = slices_from(*start, profile.memory_slices, profile.memory_gi);
+                if profile.media {
+                    counters["media-extensions"] = json!({"value": "1"});
+                }
                 devices.push(device(&name, pool, attrs, profile.memory_gi, &set, counters, false));
             }
         }

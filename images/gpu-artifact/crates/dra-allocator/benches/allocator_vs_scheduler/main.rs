@@ -17,10 +17,17 @@
 //! GPUs and MIG claims of mixed sizes until the first claim fits nowhere; nodes always tried from
 //! the first, so the difference is the choice within a node: ours best fit, Go the first solution.
 //!
+//! The controller's path, ours alone on the same inventory and claims: each claim allocated best
+//! fit across the whole cluster (no node given) and committed, and the cost of single events on
+//! the loaded engine (a node republishing its slices, a claim arriving or going), beside the
+//! one-off build from scratch that the controller no longer does per round.
+//!
 //! Every allocation ours makes is replayed under Go, pinned to our devices on our node over the
 //! state of our earlier allocations; the benchmark fails if Go rejects one.
-//! `ALLOCATOR_BENCH_NODES` and `ALLOCATOR_BENCH_CLAIMS` shrink the first workload for a quick run.
+//! `ALLOCATOR_BENCH_NODES` and `ALLOCATOR_BENCH_CLAIMS` shrink the first workload for a quick run;
+//! `ALLOCATOR_BENCH_OURS_ONLY` stops after our engine's runs (for profiling it).
 
+mod controller_path;
 mod engine_run;
 mod go_engine;
 mod report;
@@ -71,7 +78,16 @@ fn compare(layout: &'static str, version: &'static str, split_layout: bool, with
     let inventory = workload::inventory(INVENTORY_SEED, nodes, split_layout);
     let mixed = workload::mixed_claims(MIXED_CLAIMS_SEED, claims);
     let (ours, placements, ours_setup) = run_ours(&inventory, &mixed, NodeOrder::Rotating, false);
-    eprintln!("allocator bench {layout}: ours took {:?}; now Go", ours.wall);
+    eprintln!("allocator bench {layout}: ours took {:?}; the controller's path", ours.wall);
+    let (best_fit, events) = controller_path::run(&inventory, &mixed);
+    eprintln!(
+        "allocator bench {layout}: best fit took {:?} (build {:?}, setup {:?}); now Go",
+        best_fit.wall, events.build, ours_setup
+    );
+    if std::env::var_os("ALLOCATOR_BENCH_OURS_ONLY").is_some() {
+        // For profiling our side: the table needs Go, so stop here.
+        std::process::exit(0);
+    }
     let mut go = GoHarness::new(version);
     if std::env::var_os("GOMAXPROCS").is_none() {
         go.env.push(("GOMAXPROCS".to_owned(), "1".to_owned()));
@@ -95,6 +111,8 @@ fn compare(layout: &'static str, version: &'static str, split_layout: bool, with
         ours,
         go: go_engine::engine_run(&answers[1]),
         ours_setup,
+        best_fit,
+        events,
         packing,
         validated,
     }

@@ -1,11 +1,10 @@
-//! The benchmark's fixed workloads: 8 A100-SXM4-40GB/80GB or H100-SXM5-80GB cards per node with
-//! every MIG placement offered beside the Physical offer (no shared offers, no taints), a stream
+//! The benchmark's fixed workloads: 8 H100-SXM5-80GB cards per node with every MIG placement
+//! offered beside the Physical offer (26 offers a card, as gpu-handler publishes them; no shared
+//! offers, no taints), a stream
 //! of mixed claims (Physical and MIG of every size, some for two devices) and a stream of MIG
 //! claims of mixed sizes for packing. The same seed gives the same workload, in either layout.
 
-use allocator_workloads::{
-    A100_SXM4_40GB, A100_SXM4_80GB, DRIVER, H100_SXM5_80GB, NodeShape, Rng, classes, node_slices,
-};
+use allocator_workloads::{DRIVER, H100_SXM5_80GB, NodeShape, Rng, classes, node_slices};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
@@ -34,7 +33,7 @@ pub fn inventory(seed: u64, nodes: usize, split_layout: bool) -> Inventory {
     let shape = NodeShape {
         cards_min: 8,
         cards_spread: 1,
-        models: &[&A100_SXM4_40GB, &A100_SXM4_80GB, &H100_SXM5_80GB],
+        models: &[&H100_SXM5_80GB],
         shared_offer_percent: 0,
         mig_offers_percent: 100,
         one_profile_per_size: false,

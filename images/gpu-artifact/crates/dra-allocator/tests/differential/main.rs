@@ -5,9 +5,14 @@
 //! ours must find a solution whenever Go finds one (known differences are counted and reported,
 //! see `tally`). A failing case is shrunk to a minimal one, written to a JSON file under the
 //! temporary directory. `ALLOCATOR_DIFF_CASES` sets the number of claim streams (default 1000).
+//!
+//! The same cases also drive the incremental check (`incremental`): the engine kept up to date
+//! event by event equals one rebuilt from scratch after every event of a random stream
+//! (`ALLOCATOR_INCREMENTAL_STREAMS` streams, default 100).
 
 mod case;
 mod generator;
+mod incremental;
 mod inventory;
 mod judge;
 mod ours;
@@ -123,4 +128,31 @@ fn cases() -> u64 {
 fn agrees_with_the_scheduler_at_1_34_and_1_37() {
     run_version("0.34.4", cases() / 2, 1_000_000);
     run_version("0.37.2", cases() - cases() / 2, 2_000_000);
+}
+
+/// Random event streams over the same kind of cases, both slice layouts; no Go needed.
+#[test]
+fn the_engine_kept_up_to_date_equals_a_rebuild_after_every_event() {
+    let classes = classes();
+    let streams = std::env::var("ALLOCATOR_INCREMENTAL_STREAMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100u64);
+    let started = std::time::Instant::now();
+    let mut events = 0;
+    for (version, base) in [("0.34.4", 3_000_000), ("0.37.2", 4_000_000)] {
+        for i in 0..streams / 2 {
+            let seed = base + i;
+            let case = generate(version, seed);
+            match incremental::run_stream(&case, &classes, seed) {
+                Ok(n) => events += n,
+                Err(divergence) => panic!("{version} seed {seed}: {divergence}"),
+            }
+        }
+    }
+    eprintln!(
+        "incremental: {streams} streams, {events} events, each followed by a rebuild and a state comparison; {:?}",
+        started.elapsed()
+    );
+    assert!(events > streams as usize, "the streams did something");
 }

@@ -1,0 +1,197 @@
+//! Allocating one claim: on a given node, as the scheduler does for a Pod, or without one (a
+//! standalone claim): then every node with devices and every node selector is tried, the
+//! best-fitting solution wins (ties: nodes by name first), and the result's node selector says
+//! where Pods using the claim may run. Searches on nodes are remembered per claim shape (see
+//! `memo`). Nothing here changes what is in use: the caller commits what it writes.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::resource::v1::{AllocationResult, DeviceConstraint, ResourceClaim};
+
+use crate::allocator::Allocator;
+use crate::best_fit::{FitScore, score};
+use crate::constraint::Constraint;
+use crate::memo::Outcome;
+use crate::request::{Request, claim_name, requests_of};
+use crate::scope::Scope;
+use crate::search::{Pick, Search};
+use crate::{AllocationError, result};
+
+/// Steps of the search before a claim is declared unsatisfiable.
+const SEARCH_BUDGET: u64 = 200_000;
+
+fn constraints_of(claim: &ResourceClaim) -> &[DeviceConstraint] {
+    claim
+        .spec
+        .devices
+        .as_ref()
+        .and_then(|d| d.constraints.as_deref())
+        .unwrap_or_default()
+}
+
+impl Allocator {
+    /// Finds the best-fit allocation for `claim` on `node`, or across the cluster without one
+    /// (see the module docs). `Ok(None)`: nothing fits now (see `unsatisfiable_reason`). Does not
+    /// change the allocator: call `commit` once the result is stored.
+    pub fn allocate(
+        &mut self,
+        claim: &ResourceClaim,
+        node: Option<&Node>,
+    ) -> Result<Option<AllocationResult>, AllocationError> {
+        self.unsatisfiable_reason = None;
+        let name = claim_name(claim);
+        if claim.status.as_ref().is_some_and(|s| s.allocation.is_some()) {
+            return Err(AllocationError::AlreadyAllocated { claim: name });
+        }
+        let classes = Arc::clone(&self.classes);
+        let requests = requests_of(claim, &classes)?;
+        let constraints = constraints_of(claim);
+        let (outcome, node_name) = match node {
+            Some(node) => {
+                let node_name = node.metadata.name.as_deref().unwrap_or_default();
+                let scope = Scope::Node {
+                    name: node_name,
+                    node: Some(node),
+                };
+                (self.search_on(&name, &requests, constraints, scope)?, node_name.to_owned())
+            }
+            None => self.search_everywhere(claim, &name, &requests, constraints)?,
+        };
+        match outcome {
+            Outcome::Found(picks, _) => Ok(Some(result::build(
+                &self.inventory,
+                claim,
+                &requests,
+                &picks,
+                &node_name,
+                &mut self.share_counter,
+            ))),
+            Outcome::NotFound(reason) => {
+                self.unsatisfiable_reason = Some(format!("claim {name}: {reason}"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// The best outcome over every node (remembered per shape) and node selector; the node it
+    /// was found on (empty for a selector).
+    fn search_everywhere(
+        &mut self,
+        claim: &ResourceClaim,
+        name: &str,
+        requests: &[Request<'_>],
+        constraints: &[DeviceConstraint],
+    ) -> Result<(Outcome, String), AllocationError> {
+        let shape = self.memo.shape(claim);
+        let nodes: Vec<(Arc<str>, u32)> = self.reach.node_ids.iter().map(|(n, id)| (n.clone(), *id)).collect();
+        let mut best: Option<(FitScore, Vec<Pick>, String)> = None;
+        let mut reason: Option<Arc<str>> = None;
+        let mut consider = |outcome: &Outcome, at: &str, best: &mut Option<(FitScore, Vec<Pick>, String)>| match outcome {
+            Outcome::Found(picks, score) => {
+                if best.as_ref().is_none_or(|(s, _, _)| score < s) {
+                    *best = Some((*score, picks.clone(), at.to_owned()));
+                }
+            }
+            Outcome::NotFound(why) => {
+                reason.get_or_insert_with(|| why.clone());
+            }
+        };
+        for (node, id) in &nodes {
+            let reach = self.reach.nodes[*id as usize].as_ref().expect("indexed node");
+            let versions = (reach.version, self.reach.global_version);
+            if let Some(known) = self.memo.get(shape, *id, versions) {
+                consider(known, node, &mut best);
+                continue;
+            }
+            let scope = Scope::Node { name: node, node: None };
+            let outcome = self.search_on(name, requests, constraints, scope)?;
+            consider(&outcome, node, &mut best);
+            self.memo.put(shape, *id, versions, outcome);
+        }
+        let mut others: Vec<Scope<'_>> = (0..self.reach.selectors.len()).map(Scope::Selector).collect();
+        if nodes.is_empty() && others.is_empty() {
+            others.push(Scope::Everywhere);
+        }
+        for scope in others {
+            let outcome = self.search_on(name, requests, constraints, scope)?;
+            consider(&outcome, "", &mut best);
+        }
+        Ok(match best {
+            Some((score, picks, node)) => (Outcome::Found(picks, score), node),
+            None => (
+                Outcome::NotFound(reason.unwrap_or_else(|| Arc::from("no device fits"))),
+                String::new(),
+            ),
+        })
+    }
+
+    /// One search in one scope.
+    pub(crate) fn search_on(
+        &mut self,
+        name: &str,
+        requests: &[Request<'_>],
+        constraints: &[DeviceConstraint],
+        scope: Scope<'_>,
+    ) -> Result<Outcome, AllocationError> {
+        let mut candidates = Vec::with_capacity(requests.len());
+        for request in requests {
+            let mut per_alternative = Vec::with_capacity(request.alternatives.len());
+            for alternative in &request.alternatives {
+                let list = self.candidates_for(name, alternative, scope)?;
+                if alternative.count.is_none() && self.scope_has_incomplete_pool(scope) {
+                    per_alternative.push(Vec::new());
+                    continue;
+                }
+                per_alternative.push(list);
+            }
+            candidates.push(per_alternative);
+        }
+        let mut search = Search::new(
+            &self.inventory,
+            &mut self.usage,
+            requests,
+            &candidates,
+            Constraint::from_claim(constraints),
+            SEARCH_BUDGET,
+        );
+        let outcome = match search.run() {
+            Ok(true) => {
+                let fit = score(&self.inventory, search.picks.iter().map(|p| p.device));
+                Outcome::Found(search.picks.clone(), fit)
+            }
+            Ok(false) => Outcome::NotFound(Arc::from(explain(requests, &candidates))),
+            Err(_) => Outcome::NotFound(Arc::from(format!("gave up after {SEARCH_BUDGET} search steps"))),
+        };
+        search.release_all();
+        Ok(outcome)
+    }
+
+    /// Whether a scope reaches devices of an incomplete pool: `All` cannot be served there.
+    fn scope_has_incomplete_pool(&self, scope: Scope<'_>) -> bool {
+        self.reach
+            .scope_devices(&self.inventory, scope)
+            .iter()
+            .any(|slot| self.inventory.pool(self.inventory.device(*slot).pool).incomplete)
+    }
+}
+
+/// Why a search found nothing (without the claim's name).
+fn explain(requests: &[Request<'_>], candidates: &[Vec<Vec<u32>>]) -> String {
+    for (request, per_alternative) in requests.iter().zip(candidates) {
+        if per_alternative.iter().all(Vec::is_empty) {
+            let classes: Vec<_> = request
+                .alternatives
+                .iter()
+                .map(|a| a.class.metadata.name.as_deref().unwrap_or_default())
+                .collect();
+            return format!(
+                "request {}: no device matches class {} and the selectors",
+                request.name,
+                classes.join(" or ")
+            );
+        }
+    }
+    "matching devices exist, but not enough are free together (in use, counters, capacity or constraints)".to_owned()
+}
+

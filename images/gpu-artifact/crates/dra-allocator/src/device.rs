@@ -1,0 +1,179 @@
+//! A device as the engine keeps it: what selectors, constraints, counters, capacity, taints and
+//! best fit read, with everything many devices share held once (see `intern`). Attributes are
+//! split in two shared lists: those common to the device's card (every device of a slice that
+//! consumes the same counter set: PCI address, UUIDs, model) and the device's own (offer type, MIG
+//! profile), which is the same on every card of a model.
+
+use std::sync::Arc;
+
+use dra_cel::{AttributeValue, Quantity};
+use k8s_openapi::api::resource::v1::{CapacityRequestPolicy, DeviceAttribute, DeviceTaint};
+
+use crate::node_selection::NodeBinding;
+
+/// One attribute value (`Empty`: the attribute carries no value, which a selector cannot read).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum AttrValue {
+    Int(i64),
+    Bool(bool),
+    String(Arc<str>),
+    Version(Arc<str>),
+    Empty,
+}
+
+impl AttrValue {
+    pub(crate) fn of(attribute: &DeviceAttribute, strings: &mut crate::intern::Dedup<str>) -> AttrValue {
+        match AttributeValue::of(attribute) {
+            Some(AttributeValue::Int(i)) => AttrValue::Int(i),
+            Some(AttributeValue::Bool(b)) => AttrValue::Bool(b),
+            Some(AttributeValue::String(s)) => AttrValue::String(strings.str(s)),
+            Some(AttributeValue::Version(v)) => AttrValue::Version(strings.str(v)),
+            None => AttrValue::Empty,
+        }
+    }
+
+    pub(crate) fn as_cel(&self) -> Option<AttributeValue<'_>> {
+        match self {
+            AttrValue::Int(i) => Some(AttributeValue::Int(*i)),
+            AttrValue::Bool(b) => Some(AttributeValue::Bool(*b)),
+            AttrValue::String(s) => Some(AttributeValue::String(s)),
+            AttrValue::Version(v) => Some(AttributeValue::Version(v)),
+            AttrValue::Empty => None,
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match self {
+            AttrValue::String(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Attributes sorted by their name as published (qualified or not).
+#[derive(Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct AttrList(pub Box<[(Arc<str>, AttrValue)]>);
+
+/// Compares `name` with `<domain>/<id>` without building the latter.
+fn cmp_qualified(name: &str, domain: &str, id: &str) -> std::cmp::Ordering {
+    let bytes = name.as_bytes();
+    let (d, rest) = bytes.split_at(bytes.len().min(domain.len()));
+    d.cmp(domain.as_bytes())
+        .then_with(|| rest.first().cmp(&Some(&b'/')))
+        .then_with(|| rest.get(1..).unwrap_or_default().cmp(id.as_bytes()))
+}
+
+impl AttrList {
+    fn get(&self, name: &str) -> Option<&AttrValue> {
+        self.0
+            .binary_search_by(|(n, _)| (**n).cmp(name))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    fn get_qualified(&self, domain: &str, id: &str) -> Option<&AttrValue> {
+        self.0
+            .binary_search_by(|(n, _)| cmp_qualified(n, domain, id))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    fn has_domain(&self, domain: &str) -> bool {
+        self.0
+            .iter()
+            .any(|(n, _)| n.split_once('/').is_some_and(|(d, _)| d == domain))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Attributes {
+    pub common: Arc<AttrList>,
+    pub own: Arc<AttrList>,
+}
+
+impl Attributes {
+    pub(crate) fn get(&self, name: &str) -> Option<&AttrValue> {
+        self.own.get(name).or_else(|| self.common.get(name))
+    }
+
+    /// The attribute published as `<domain>/<id>`.
+    pub(crate) fn get_qualified(&self, domain: &str, id: &str) -> Option<&AttrValue> {
+        self.own
+            .get_qualified(domain, id)
+            .or_else(|| self.common.get_qualified(domain, id))
+    }
+
+    /// Whether any attribute is published in `domain`.
+    pub(crate) fn has_domain(&self, domain: &str) -> bool {
+        self.own.has_domain(domain) || self.common.has_domain(domain)
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &AttrValue)> {
+        self.common.0.iter().chain(self.own.0.iter()).map(|(n, v)| (&**n, v))
+    }
+
+    /// `lookupAttribute` of the scheduler: the fully qualified name, or the bare name when the
+    /// domain is the device's driver.
+    pub(crate) fn lookup(&self, name: &str, driver: &str) -> Option<&AttrValue> {
+        if let Some(found) = self.get(name) {
+            return Some(found);
+        }
+        let (domain, id) = name.split_once('/')?;
+        if domain == driver { self.get(id) } else { None }
+    }
+}
+
+/// Capacities in name order, with their request policies.
+pub(crate) struct Capacity(pub Box<[(Arc<str>, Quantity, Option<CapacityRequestPolicy>)]>);
+
+impl Capacity {
+    pub(crate) fn get(&self, name: &str) -> Option<Quantity> {
+        self.0.iter().find(|(n, _, _)| &**n == name).map(|(_, q, _)| *q)
+    }
+
+    pub(crate) fn get_qualified(&self, domain: &str, id: &str) -> Option<Quantity> {
+        self.0
+            .iter()
+            .find(|(n, _, _)| cmp_qualified(n, domain, id).is_eq())
+            .map(|(_, q, _)| *q)
+    }
+
+    pub(crate) fn has_domain(&self, domain: &str) -> bool {
+        self.0
+            .iter()
+            .any(|(n, _, _)| n.split_once('/').is_some_and(|(d, _)| d == domain))
+    }
+}
+
+/// A consumption of one counter set: amounts by counter name.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Amounts(pub Box<[(Arc<str>, Quantity)]>);
+
+/// The published device, parsed.
+pub(crate) struct RawDevice {
+    pub name: Arc<str>,
+    pub attributes: Attributes,
+    pub capacity: Arc<Capacity>,
+    /// (counter set name, amounts).
+    pub consumes: Box<[(Arc<str>, Arc<Amounts>)]>,
+    pub taints: Option<Arc<[DeviceTaint]>>,
+    /// Its node selection: its own (`perDeviceNodeSelection`), else its slice's (shared).
+    pub binding: Arc<NodeBinding>,
+    /// Best fit: the memory capacity, and how many memory slices it consumes.
+    pub memory: Quantity,
+    pub memory_slices: u16,
+    pub shared: bool,
+    pub has_binding_conditions: bool,
+    pub is_mig: bool,
+}
+
+impl RawDevice {
+    /// The PCI address best fit orders by (`pciAddress` or the standard `pciBusID`, the first in
+    /// name order).
+    pub(crate) fn pci_address(&self) -> &str {
+        ["gpu.deckhouse.io/pciAddress", "pciAddress", "resource.kubernetes.io/pciBusID"]
+            .iter()
+            .find_map(|name| self.attributes.get(name).and_then(AttrValue::as_str))
+            .unwrap_or_default()
+    }
+}
