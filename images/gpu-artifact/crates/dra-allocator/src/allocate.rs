@@ -12,7 +12,7 @@ use k8s_openapi::api::resource::v1::{AllocationResult, DeviceConstraint, Resourc
 use crate::allocator::Allocator;
 use crate::best_fit::{FitScore, score};
 use crate::constraint::Constraint;
-use crate::memo::Outcome;
+use crate::memo::{Outcome, ShapeMemo};
 use crate::request::{Request, claim_name, requests_of};
 use crate::scope::Scope;
 use crate::search::{Pick, Search};
@@ -74,8 +74,8 @@ impl Allocator {
         }
     }
 
-    /// The best outcome over every node (remembered per shape) and node selector; the node it
-    /// was found on (empty for a selector).
+    /// The best outcome over every node (see `memo`) and node selector; the node it was found
+    /// on (empty for a selector).
     fn search_everywhere(
         &mut self,
         claim: &ResourceClaim,
@@ -83,39 +83,34 @@ impl Allocator {
         requests: &[Request<'_>],
         constraints: &[DeviceConstraint],
     ) -> Result<(Outcome, String), AllocationError> {
-        let shape = self.memo.shape(claim);
-        let nodes: Vec<(Arc<str>, u32)> = self.reach.node_ids.iter().map(|(n, id)| (n.clone(), *id)).collect();
+        let (key, mut shape) = self.memo.take(claim);
+        let result = self.rank_nodes(&mut shape, name, requests, constraints);
+        let ordered = Arc::clone(&self.reach.ordered);
         let mut best: Option<(FitScore, Vec<Pick>, String)> = None;
         let mut reason: Option<Arc<str>> = None;
-        let mut consider = |outcome: &Outcome, at: &str, best: &mut Option<(FitScore, Vec<Pick>, String)>| match outcome {
-            Outcome::Found(picks, score) => {
-                if best.as_ref().is_none_or(|(s, _, _)| score < s) {
-                    *best = Some((*score, picks.clone(), at.to_owned()));
-                }
+        if result.is_ok() {
+            if let Some((score, node, Outcome::Found(picks, _))) = shape.best() {
+                best = Some((*score, picks.clone(), node.to_string()));
             }
-            Outcome::NotFound(why) => {
-                reason.get_or_insert_with(|| why.clone());
-            }
-        };
-        for (node, id) in &nodes {
-            let reach = self.reach.nodes[*id as usize].as_ref().expect("indexed node");
-            let versions = (reach.version, self.reach.global_version);
-            if let Some(known) = self.memo.get(shape, *id, versions) {
-                consider(known, node, &mut best);
-                continue;
-            }
-            let scope = Scope::Node { name: node, node: None };
-            let outcome = self.search_on(name, requests, constraints, scope)?;
-            consider(&outcome, node, &mut best);
-            self.memo.put(shape, *id, versions, outcome);
+            reason = shape.first_reason(&ordered);
         }
+        self.memo.put_back(key, shape);
+        result?;
         let mut others: Vec<Scope<'_>> = (0..self.reach.selectors.len()).map(Scope::Selector).collect();
-        if nodes.is_empty() && others.is_empty() {
+        if ordered.is_empty() && others.is_empty() {
             others.push(Scope::Everywhere);
         }
         for scope in others {
-            let outcome = self.search_on(name, requests, constraints, scope)?;
-            consider(&outcome, "", &mut best);
+            match self.search_on(name, requests, constraints, scope)? {
+                Outcome::Found(picks, score) => {
+                    if best.as_ref().is_none_or(|(s, _, _)| score < *s) {
+                        best = Some((score, picks, String::new()));
+                    }
+                }
+                Outcome::NotFound(why) => {
+                    reason.get_or_insert(why);
+                }
+            }
         }
         Ok(match best {
             Some((score, picks, node)) => (Outcome::Found(picks, score), node),
@@ -124,6 +119,53 @@ impl Allocator {
                 String::new(),
             ),
         })
+    }
+
+    /// Brings a shape's memo up to date: searches again the nodes that changed since it was
+    /// last used, or every node when it is new or too old.
+    fn rank_nodes(
+        &mut self,
+        shape: &mut ShapeMemo,
+        name: &str,
+        requests: &[Request<'_>],
+        constraints: &[DeviceConstraint],
+    ) -> Result<(), AllocationError> {
+        let global = self.reach.global_version;
+        let stale: Vec<u32> = match shape.seen {
+            Some((position, seen_global)) if seen_global == global => match self.reach.changed_since(position) {
+                Some(changed) => {
+                    let mut changed = changed.to_vec();
+                    changed.sort_unstable();
+                    changed.dedup();
+                    changed
+                }
+                None => {
+                    shape.clear();
+                    self.reach.ordered.iter().map(|(_, id)| *id).collect()
+                }
+            },
+            _ => {
+                shape.clear();
+                self.reach.ordered.iter().map(|(_, id)| *id).collect()
+            }
+        };
+        // Invalid until every stale node is searched (an error leaves it so).
+        shape.seen = None;
+        for id in stale {
+            let Some(reach) = self.reach.nodes.get(id as usize).and_then(Option::as_ref) else {
+                shape.forget(id);
+                continue;
+            };
+            let (node, version) = (reach.name.clone(), reach.version);
+            if shape.get(id, version).is_some() {
+                continue;
+            }
+            let scope = Scope::Node { name: &node, node: None };
+            let outcome = self.search_on(name, requests, constraints, scope)?;
+            shape.put(id, &node, version, outcome);
+        }
+        shape.seen = Some((self.reach.log_end(), global));
+        Ok(())
     }
 
     /// One search in one scope.
@@ -194,4 +236,5 @@ fn explain(requests: &[Request<'_>], candidates: &[Vec<Vec<u32>>]) -> String {
     }
     "matching devices exist, but not enough are free together (in use, counters, capacity or constraints)".to_owned()
 }
+
 

@@ -16,6 +16,7 @@ use crate::node_selection::{NodeBinding, selector_reaches};
 use crate::scope::Scope;
 
 pub(crate) struct NodeReach {
+    pub name: Arc<str>,
     pools: BTreeSet<u32>,
     /// Every device the node reaches (by its name alone), best fit first.
     pub sorted: Vec<u32>,
@@ -36,12 +37,41 @@ pub(crate) struct Reach {
     global_pools: BTreeMap<PoolKey, u32>,
     pub global_version: u64,
     next_version: u64,
+    /// Nodes in name order (shared with searches running over them).
+    pub ordered: Arc<Vec<(Arc<str>, u32)>>,
+    /// Every node whose version moved, in order; `log_start` is the position of its first entry
+    /// (older entries are dropped).
+    pub changes: Vec<u32>,
+    pub log_start: u64,
 }
+
+/// Node changes remembered; a search memo older than that starts over.
+const MAX_CHANGES: usize = 1 << 16;
 
 impl Reach {
     fn version(&mut self) -> u64 {
         self.next_version += 1;
         self.next_version
+    }
+
+    fn changed(&mut self, node: u32) {
+        if self.changes.len() >= MAX_CHANGES {
+            let drop = MAX_CHANGES / 2;
+            self.changes.drain(..drop);
+            self.log_start += drop as u64;
+        }
+        self.changes.push(node);
+    }
+
+    /// Position just past the last change.
+    pub(crate) fn log_end(&self) -> u64 {
+        self.log_start + self.changes.len() as u64
+    }
+
+    /// Nodes changed since position `since`, or `None` if that is no longer remembered.
+    pub(crate) fn changed_since(&self, since: u64) -> Option<&[u32]> {
+        let at = since.checked_sub(self.log_start)?;
+        self.changes.get(at as usize..)
     }
 
     /// Follows a change of `pools` (some may be gone or unusable now).
@@ -93,6 +123,7 @@ impl Reach {
                 self.nodes[n as usize] = None;
                 self.node_ids.remove(&name);
                 self.free.push(n);
+                self.changed(n);
                 continue;
             }
             let sorted = self.sorted_for(inventory, &name, None);
@@ -100,6 +131,11 @@ impl Reach {
             let reach = self.nodes[n as usize].as_mut().expect("node");
             reach.sorted = sorted;
             reach.version = version;
+            self.changed(n);
+        }
+        let ordered: Vec<(Arc<str>, u32)> = self.node_ids.iter().map(|(n, id)| (n.clone(), *id)).collect();
+        if *ordered != **self.ordered {
+            self.ordered = Arc::new(ordered);
         }
     }
 
@@ -108,6 +144,7 @@ impl Reach {
             return *n;
         }
         let reach = NodeReach {
+            name: name.clone(),
             pools: BTreeSet::new(),
             sorted: Vec::new(),
             version: 0,
@@ -176,13 +213,11 @@ impl Reach {
         let version = self.version();
         match inventory.binding_of(slot) {
             Some(NodeBinding::Node(name)) => {
-                if let Some(reach) = self
-                    .node_ids
-                    .get(name.as_str())
-                    .and_then(|n| self.nodes[*n as usize].as_mut())
-                {
+                let Some(&n) = self.node_ids.get(name.as_str()) else { return };
+                if let Some(reach) = self.nodes[n as usize].as_mut() {
                     reach.version = version;
                 }
+                self.changed(n);
             }
             _ => self.global_version = version,
         }
