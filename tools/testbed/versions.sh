@@ -7,8 +7,10 @@
 
 testbed_resolve() {
   case "${1:-1.34}" in
+    # DRADeviceTaints (device taints, their scheduling and NoExecute eviction) and ResourceHealthStatus
+    # (allocatedResourcesStatus kept in Pod status) are alpha in 1.34; on 1.37 both are on by default.
     1.34) K8S_VERSION=v1.34.4; ETCD_VERSION=v3.6.5
-      TESTBED_GATES=DRAPartitionableDevices=true,DRAConsumableCapacity=true,DRAExtendedResource=true ;;
+      TESTBED_GATES=DRAPartitionableDevices=true,DRAConsumableCapacity=true,DRAExtendedResource=true,DRADeviceTaints=true,ResourceHealthStatus=true ;;
     # 1.37: DRAExtendedResource is GA and locked on (setting it only warns), the other two are beta.
     latest|1.37) K8S_VERSION=v1.37.2; ETCD_VERSION=v3.7.0
       TESTBED_GATES=DRAPartitionableDevices=true,DRAConsumableCapacity=true ;;

@@ -47,6 +47,9 @@ pub struct PoolTarget {
 pub struct Publication {
     pub slices: Vec<ResourceSlice>,
     pub catalog: DeviceCatalog,
+    /// The devices of cards withheld because the server cannot carry the taints that keep claims
+    /// off them ([`OfferPolicy::publishes`]): not in any slice, but claims prepared before may use them.
+    pub withheld: DeviceCatalog,
 }
 
 impl Publication {
@@ -82,7 +85,14 @@ pub fn build_publication(
 ) -> Result<Publication, PublicationError> {
     let mut cards: Vec<&CardOffering> = cards.iter().collect();
     cards.sort_by_key(|card| card.index);
+    let (cards, withheld_cards): (Vec<&CardOffering>, Vec<&CardOffering>) =
+        cards.into_iter().partition(|card| policy.publishes(card));
     let per_card: Vec<CardOffers> = cards.iter().map(|card| card_offers(card, policy)).collect();
+    let withheld = withheld_cards
+        .iter()
+        .flat_map(|card| card_offers(card, policy).offers)
+        .map(|offer| (offer.device.name, offer.offered))
+        .collect();
 
     let mut catalog = DeviceCatalog::new();
     for offer in per_card.iter().flat_map(|c| &c.offers) {
@@ -122,9 +132,15 @@ pub fn build_publication(
             counter_slices.chain(device_slices).collect()
         }
         (_, false) => {
-            let devices = sorted(per_card.into_iter().flat_map(|c| c.offers).map(|o| o.device).collect());
+            let devices: Vec<Device> = sorted(per_card.into_iter().flat_map(|c| c.offers).map(|o| o.device).collect());
+            let tainted = devices.iter().any(|d| d.taints.as_ref().is_some_and(|t| !t.is_empty()));
+            let per_slice = if layout == Layout::Split && tainted {
+                MAX_DEVICES_WITH_COUNTERS
+            } else {
+                MAX_DEVICES
+            };
             devices
-                .chunks(MAX_DEVICES)
+                .chunks(per_slice)
                 .map(|chunk| SliceContent {
                     counter_sets: Vec::new(),
                     devices: chunk.to_vec(),
@@ -153,7 +169,11 @@ pub fn build_publication(
             })
         })
         .collect::<Result<_, _>>()?;
-    Ok(Publication { slices, catalog })
+    Ok(Publication {
+        slices,
+        catalog,
+        withheld,
+    })
 }
 
 struct SliceContent {

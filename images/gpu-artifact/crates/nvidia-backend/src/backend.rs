@@ -4,28 +4,24 @@
 use std::sync::Arc;
 
 use gpu_vendor::{
-    GpuInventory, GpuProcess, HealthMonitor, MigInstance, MigMode, MigPlacement, MigProfile, PciAddress, VendorBackend,
-    VendorError,
+    GpuInventory, GpuProcess, HealthMonitor, HealthReading, MigInstance, MigMode, MigPlacement, MigProfile, PciAddress,
+    VendorBackend, VendorError,
 };
 use nvml_wrapper::{Device, Nvml};
 
 use crate::config::{DEFAULT_LIBRARY, NvidiaBackendConfig};
-use crate::xid_policy::XidPolicy;
-use crate::{errors, health, inventory, mig_instances, mig_profiles};
+use crate::{errors, health, health_reading, inventory, mig_instances, mig_profiles};
 
 /// NVML behind the vendor port. Cheap to share (`Arc` inside); every call
 /// looks the card up by PCI address, so handles never outlive a call.
 #[derive(Clone)]
 pub struct NvidiaBackend {
     nvml: Arc<Nvml>,
-    xid_policy: XidPolicy,
 }
 
 impl std::fmt::Debug for NvidiaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NvidiaBackend")
-            .field("xid_policy", &self.xid_policy)
-            .finish_non_exhaustive()
+        f.debug_struct("NvidiaBackend").finish_non_exhaustive()
     }
 }
 
@@ -39,10 +35,7 @@ impl NvidiaBackend {
             .lib_path(path.as_os_str())
             .init()
             .map_err(errors::from_init)?;
-        Ok(NvidiaBackend {
-            nvml: Arc::new(nvml),
-            xid_policy: config.xid_policy,
-        })
+        Ok(NvidiaBackend { nvml: Arc::new(nvml) })
     }
 
     fn device(&self, pci_address: &PciAddress) -> Result<Device<'_>, VendorError> {
@@ -119,8 +112,11 @@ impl VendorBackend for NvidiaBackend {
     }
 
     fn health_monitor(&self, pci_addresses: &[PciAddress]) -> Result<Box<dyn HealthMonitor>, VendorError> {
-        let monitor =
-            health::NvidiaHealthMonitor::start(Arc::clone(&self.nvml), pci_addresses, self.xid_policy.clone())?;
+        let monitor = health::NvidiaHealthMonitor::start(Arc::clone(&self.nvml), pci_addresses)?;
         Ok(Box::new(monitor))
+    }
+
+    fn health_reading(&self, pci_address: &PciAddress) -> Result<HealthReading, VendorError> {
+        health_reading::read(&self.nvml, pci_address)
     }
 }

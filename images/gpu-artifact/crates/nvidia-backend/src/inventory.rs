@@ -43,7 +43,11 @@ pub fn pci_addresses(nvml: &Nvml) -> Result<Vec<PciAddress>, VendorError> {
 }
 
 /// `None` for a value the card does not report; other failures are errors.
-fn optional<T>(pci_address: &PciAddress, call: &str, result: Result<T, NvmlError>) -> Result<Option<T>, VendorError> {
+pub(crate) fn optional<T>(
+    pci_address: &PciAddress,
+    call: &str,
+    result: Result<T, NvmlError>,
+) -> Result<Option<T>, VendorError> {
     match result {
         Ok(value) => Ok(Some(value)),
         Err(NvmlError::NotSupported | NvmlError::FailedToLoadSymbol(_)) => Ok(None),

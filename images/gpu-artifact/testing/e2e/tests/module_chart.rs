@@ -340,3 +340,15 @@ async fn the_api_server_accepts_every_rendered_object() {
         NOT_SERVED_BY_THE_TEST_BED.iter().map(|k| k.to_string()).collect()
     );
 }
+
+#[test]
+fn the_handler_gets_the_health_policy_of_the_module_config() {
+    let objects = render_chart(&["driver-ready"]);
+    let handler = |var| env(&objects, "gpu-handler", "gpu-handler", var);
+    assert_eq!(handler("XID_APPLICATION"), "13,31,43,45,68,109");
+    assert_eq!(handler("XID_IGNORED"), "");
+    assert_eq!(handler("XID_CRITICAL"), "");
+    assert_eq!(handler("XID_RECOVERABLE"), "8,32,69,94");
+    assert_eq!(handler("HEALTH_QUIET_PERIOD"), "10m");
+    assert_eq!(handler("HEALTH_NO_EXECUTE"), "false");
+}

@@ -29,7 +29,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
-use monitoring_queries::{queried_gpu_metrics, served_names, value};
+use monitoring_queries::{queried_gpu_metrics, scrape, served_names, value};
 use plugin_node::PluginNode;
 use serde_json::json;
 use support::components::*;
@@ -38,14 +38,6 @@ use testbed::{ComponentProcess, Progress, TestNamespace, wait_until};
 
 /// Who holds gpu-controller's Lease in this test.
 const LEASE_HOLDER: &str = "another-replica";
-
-fn scrape(port: u16) -> anyhow::Result<String> {
-    let out = std::process::Command::new("curl")
-        .args(["-fsS", "--max-time", "5", &format!("http://127.0.0.1:{port}/metrics")])
-        .output()?;
-    anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    Ok(String::from_utf8(out.stdout)?)
-}
 
 /// Lease `name` in `ns`, held by someone else for an hour: a controller competing for it waits.
 async fn hold_lease(ns: &TestNamespace, name: &str) {
@@ -84,7 +76,9 @@ async fn start_controller(
         ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
-    let process = ComponentProcess::start(name, &env, &ws.logs()).unwrap().holding(reserved);
+    let process = ComponentProcess::start(name, &env, &ws.logs())
+        .unwrap()
+        .holding(reserved);
     wait_ready(port, &process).await;
     (process, port)
 }
@@ -102,13 +96,6 @@ async fn metrics_when(port: u16, process: &ComponentProcess, what: &str, done: i
     })
     .await
     .unwrap_or_else(|e| panic!("{e}\n--- {} log ---\n{}", process.name(), process.log()))
-}
-
-fn device_type_class(ns: &TestNamespace, name: &str, device_type: &str) -> DeviceClass {
-    let expression = format!(
-        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "{device_type}""#
-    );
-    device_class(ns, name, &expression, None)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

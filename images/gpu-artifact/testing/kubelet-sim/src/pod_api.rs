@@ -66,6 +66,43 @@ pub(crate) async fn set_running(client: &Client, pod: &Pod) -> kube::Result<()> 
     Ok(())
 }
 
+/// Writes each container's `allocatedResourcesStatus` (an empty list removes it), keeping the rest
+/// of the container statuses as stored.
+pub(crate) async fn set_resource_health(
+    client: &Client,
+    pod: &Pod,
+    statuses: &crate::pod_health::ResourceStatuses,
+) -> kube::Result<()> {
+    let stored = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.clone())
+        .unwrap_or_default();
+    let containers: Vec<Value> = stored
+        .iter()
+        .map(|status| {
+            let mut value = serde_json::to_value(status).unwrap_or_default();
+            match statuses.get(&status.name).filter(|entries| !entries.is_empty()) {
+                Some(entries) => value["allocatedResourcesStatus"] = json!(entries),
+                None => {
+                    if let Some(object) = value.as_object_mut() {
+                        object.remove("allocatedResourcesStatus");
+                    }
+                }
+            }
+            value
+        })
+        .collect();
+    pods(client, pod)
+        .patch_status(
+            &name(pod),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"containerStatuses": containers}})),
+        )
+        .await?;
+    Ok(())
+}
+
 /// Finalises a terminating Pod as the kubelet does once its resources are released.
 pub(crate) async fn delete_now(client: &Client, pod: &Pod) -> kube::Result<()> {
     let params = DeleteParams {

@@ -41,8 +41,21 @@ impl PluginNode {
     }
 
     /// Starts the handler and the kubelet simulator on a prepared node; returns once the node
-    /// offers `gpu0` (so DriverReady must become True, by the test or by gpu-controller).
+    /// offers `gpu0` (so DriverReady must become True, by the test or by gpu-controller). The
+    /// simulator acts as the kubelet of the cluster's release (its health stream and
+    /// `allocatedResourcesStatus`), with short retries and status syncs for the tests' deadlines.
     pub async fn launch(s: Setup, handler_env: &[(&str, String)]) -> Self {
+        let minor = s.ns.cluster().server_minor().await.expect("server version");
+        let options = KubeletSimOptions {
+            backoff_max: Duration::from_secs(4),
+            status_sync: Duration::from_secs(2),
+            ..KubeletSimOptions::for_release(minor)
+        };
+        Self::launch_with(s, handler_env, options).await
+    }
+
+    /// [`Self::launch`] with the simulator's options given.
+    pub async fn launch_with(s: Setup, handler_env: &[(&str, String)], options: KubeletSimOptions) -> Self {
         let mock = s.install_mock("nvml");
         let (handler, handler_port) = start_handler_with(
             &s.ws,
@@ -51,10 +64,6 @@ impl PluginNode {
             &mock.library_path(),
             handler_env,
         );
-        let options = KubeletSimOptions {
-            backoff_max: Duration::from_secs(4),
-            ..KubeletSimOptions::default()
-        };
         let kubelet = KubeletSim::start(s.ns.client(), s.node.name(), kubelet_root(&s), options);
         let node = Self {
             s,

@@ -84,6 +84,14 @@ pub fn device_class(ns: &TestNamespace, name: &str, expression: &str, extended_r
     .expect("a valid DeviceClass")
 }
 
+/// A DeviceClass of our driver's devices of `device_type` (`Physical` or `MIG`).
+pub fn device_type_class(ns: &TestNamespace, name: &str, device_type: &str) -> DeviceClass {
+    let expression = format!(
+        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "{device_type}""#
+    );
+    device_class(ns, name, &expression, None)
+}
+
 /// A Pod pinned to `node` (tests share the cluster); `extra` is merged into its spec.
 pub fn pod(name: &str, node: &str, container_resources: Value, extra: Value) -> Pod {
     let mut spec = json!({
