@@ -60,6 +60,7 @@ async fn main() -> anyhow::Result<()> {
 
     let links = HandlerLinks::new();
     let (catalog_sender, catalog) = watch::channel(Default::default());
+    let (holdings_sender, holdings) = watch::channel(Default::default());
     let claims = Arc::new(NodeClaims::new(
         client.clone(),
         DRIVER_NAME,
@@ -68,12 +69,17 @@ async fn main() -> anyhow::Result<()> {
             catalog,
             backend: links.backend.subscribe(),
             after_change: links.trigger.clone(),
+            holdings: holdings_sender,
         },
         claim_metrics,
     ));
     tokio::spawn({
         let claims = claims.clone();
         async move { claims.reconcile_when_ready().await }
+    });
+    tokio::spawn({
+        let claims = claims.clone();
+        async move { claims.supervise_mps(plugin.mps_supervise_interval).await }
     });
     let server = PluginServer::start(plugin.plugin(), claims, shutdown.clone()).await?;
     tokio::spawn(follow_registration(
@@ -87,10 +93,11 @@ async fn main() -> anyhow::Result<()> {
         field_manager: hardware_status::FIELD_MANAGER.to_owned(),
         mig_offers: plugin.mig_offers,
     };
-    let publishing = tokio::spawn(slice_publication::run(
+    let publishing = tokio::spawn(slice_publication::run_with_holdings(
         client.clone(),
         publisher,
         links.offers.subscribe(),
+        holdings,
         catalog_sender,
         metrics,
         shutdown.clone(),

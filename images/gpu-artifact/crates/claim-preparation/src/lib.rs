@@ -13,13 +13,20 @@
 
 mod events;
 mod failure;
+mod holdings;
 mod metrics;
 mod node_claims;
+mod node_side;
 mod pods;
 mod resolve;
 
 pub use failure::FailureReason;
 pub use metrics::ClaimMetrics;
+pub use holdings::card_holdings;
 pub use node_claims::{NodeClaims, NodeClaimsLinks};
+pub use node_side::{
+    CHECKPOINT_CORRUPT, DCGM_PAUSED_FOR_MIG, DCGM_PAUSED_LABEL, FOREIGN_MIG_INSTANCES, MIG_MODE_CHANGE_PENDING,
+    MPS_DAEMON_RESTARTED,
+};
 pub use pods::{VFIO_ANNOTATION, asks_for_vfio};
 pub use resolve::{ResolveError, resolve_devices};

@@ -2,22 +2,32 @@
 //! resolution, the blocking pipeline, Events, and the claim metrics of every call.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use controller_plumbing::EventPublisher;
-use dra_offers::DeviceCatalog;
+use dra_offers::{CardHoldings, DeviceCatalog};
 use gpu_vendor::VendorBackend;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::{Api, Client};
 use kubelet_plugin::{ClaimPreparer, ClaimRef, PreparedDevice};
-use node_prepare::{NodePrepareConfig, NodePreparer, PrepareError, PrepareRequest};
+use node_prepare::{NodePrepareConfig, NodePreparer, PrepareError, PrepareRequest, ReconcileReport};
 use tokio::sync::{Mutex, Notify, OnceCell, watch};
 
 use crate::events::{reserved_pods, warn_everywhere};
 use crate::failure::{ClaimFailure, FailureReason};
+use crate::holdings::card_holdings;
 use crate::metrics::{ClaimMetrics, ClaimOperation};
+use crate::node_side::{
+    CHECKPOINT_CORRUPT, FOREIGN_MIG_INSTANCES, MIG_MODE_CHANGE_PENDING, MPS_DAEMON_RESTARTED, NodeSide,
+};
 use crate::pods;
 use crate::resolve::resolve_devices;
+
+/// How long one prepare keeps retrying a MIG mode change that stays pending (with the module's
+/// DCGM paused) before it answers the kubelet, which retries later: well inside the kubelet's 45 s.
+const MIG_CHANGE_PATIENCE: Duration = Duration::from_secs(20);
+/// The pause between two attempts of a pending MIG mode change.
+const MIG_CHANGE_RETRY: Duration = Duration::from_secs(2);
 
 /// What the claims side reads from the rest of the handler.
 pub struct NodeClaimsLinks {
@@ -27,6 +37,9 @@ pub struct NodeClaimsLinks {
     pub backend: watch::Receiver<Option<Arc<dyn VendorBackend>>>,
     /// Woken after every prepare and unprepare.
     pub after_change: Arc<Notify>,
+    /// How the node's cards are held, from the checkpoint after every operation (publication
+    /// withholds what a held card cannot give).
+    pub holdings: watch::Sender<CardHoldings>,
 }
 
 pub struct NodeClaims {
@@ -36,6 +49,7 @@ pub struct NodeClaims {
     config: NodePrepareConfig,
     links: NodeClaimsLinks,
     events: EventPublisher,
+    node: NodeSide,
     /// Start-up reconciliation, run once before the first prepare or unprepare (and as soon as the
     /// library is loaded, by [`NodeClaims::reconcile_when_ready`]).
     reconciled: OnceCell<()>,
@@ -53,7 +67,9 @@ impl NodeClaims {
         metrics: ClaimMetrics,
     ) -> Self {
         let events = EventPublisher::new(client.clone(), "gpu-handler", Some(config.node_name.clone()));
+        let node = NodeSide::new(client.clone(), &config.node_name, events.clone());
         Self {
+            node,
             pool: dra_offers::pool_name(&config.node_name),
             driver: driver.to_owned(),
             client,
@@ -81,14 +97,64 @@ impl NodeClaims {
     async fn ensure_reconciled(&self) -> Result<(), ClaimFailure> {
         self.reconciled
             .get_or_try_init(|| async {
+                // A handler killed while DCGM was paused for it leaves the label behind.
+                self.node.resume_dcgm().await;
                 let preparer = self.preparer()?;
                 let report = self.run_pipeline(preparer, NodePreparer::reconcile).await?;
                 tracing::info!(report = ?report, "start-up reconciliation done");
+                self.tell_reconciled(&report).await;
                 self.links.after_change.notify_one();
                 Ok(())
             })
             .await
             .map(|_| ())
+    }
+
+    /// Node Events for what reconciliation found that a human should know.
+    async fn tell_reconciled(&self, report: &ReconcileReport) {
+        self.metrics.set_foreign_mig_instances(report.foreign_mig_instances.len());
+        if !report.foreign_mig_instances.is_empty() {
+            let note = format!(
+                "MIG instances no prepared claim records were kept: {}. The node destroys only instances it \
+                 made (its checkpoint is the record); these are an admin's, or a Pod's whose checkpoint was lost. \
+                 Remove them with nvidia-smi once nothing uses them; until then their placements cannot be prepared.",
+                report.foreign_mig_instances.join("; ")
+            );
+            self.node.warn(FOREIGN_MIG_INSTANCES, "Reconcile", note).await;
+        }
+        self.tell_mps_restarted(&report.mps_daemons_restarted).await;
+    }
+
+    async fn tell_mps_restarted(&self, cards: &[String]) {
+        if cards.is_empty() {
+            return;
+        }
+        self.metrics.count_mps_restarts(cards.len());
+        let note = format!(
+            "The MPS control daemon of card(s) {} was not running while MPS shares are prepared on them; it was \
+             started again (running clients reconnect to it)",
+            cards.join(", ")
+        );
+        self.node.warn(MPS_DAEMON_RESTARTED, "SuperviseMps", note).await;
+    }
+
+    /// Every `interval`, starts again the MPS daemons that prepared shares need and that died.
+    /// Runs until the task is dropped; skips a round while the library is not loaded or the node
+    /// is busy (the node lock is not waited for).
+    pub async fn supervise_mps(&self, interval: Duration) {
+        loop {
+            tokio::time::sleep(interval).await;
+            if self.reconciled.get().is_none() {
+                continue;
+            }
+            let Ok(preparer) = self.preparer() else { continue };
+            match tokio::task::spawn_blocking(move || preparer.supervise_mps()).await {
+                Ok(Ok(restarted)) => self.tell_mps_restarted(&restarted).await,
+                Ok(Err(PrepareError::LockTimeout { .. })) => {}
+                Ok(Err(error)) => tracing::warn!(%error, "MPS daemon supervision failed; trying again next round"),
+                Err(panic) => tracing::warn!(%panic, "MPS daemon supervision failed; trying again next round"),
+            }
+        }
     }
 
     fn preparer(&self) -> Result<NodePreparer, ClaimFailure> {
@@ -115,11 +181,34 @@ impl NodeClaims {
         .map_err(|panic| ClaimFailure::new(FailureReason::TaskFailed, format!("the prepare task failed: {panic}")))?;
         let _serial = self.checkpoint_reads.lock().await;
         match tokio::task::spawn_blocking(move || preparer.prepared_claims()).await {
-            Ok(Ok(claims)) => self.metrics.set_checkpoint(&claims),
+            Ok(Ok(claims)) => {
+                self.metrics.set_checkpoint(&claims);
+                self.metrics.set_checkpoint_corrupt(false);
+                let holdings = card_holdings(&claims);
+                self.links.holdings.send_if_modified(|current| {
+                    let changed = *current != holdings;
+                    *current = holdings;
+                    changed
+                });
+            }
+            Ok(Err(error @ PrepareError::CorruptCheckpoint { .. })) => self.tell_corrupt(&error).await,
             Ok(Err(error)) => tracing::warn!(%error, "the checkpoint metrics keep their last values"),
             Err(panic) => tracing::warn!(%panic, "the checkpoint metrics keep their last values"),
         }
         outcome
+    }
+
+    /// A corrupt checkpoint stops every prepare and unprepare on the node: its own gauge (and
+    /// alert) and a Node Event pointing at the recovery.
+    async fn tell_corrupt(&self, error: &PrepareError) {
+        tracing::error!(%error, "the node's checkpoint cannot be trusted; prepares and unprepares fail until it is recovered");
+        self.metrics.set_checkpoint_corrupt(true);
+        let note = format!(
+            "{error}. Every prepare and unprepare on this node fails until an admin recovers it: see \
+             \"A corrupt checkpoint\" in the module's documentation (cordon the node, keep the file, move it aside, \
+             restart gpu-handler, clean up what the old claims left)"
+        );
+        self.node.warn(CHECKPOINT_CORRUPT, "ReadCheckpoint", note).await;
     }
 
     async fn prepare_claim(
@@ -133,18 +222,60 @@ impl NodeClaims {
             .await
             .map_err(|message| ClaimFailure::new(FailureReason::PodNotRead, message))?;
         self.ensure_reconciled().await?;
-        let preparer = self.preparer()?;
         let request = PrepareRequest {
             claim: claim.clone(),
             devices,
             vfio_requested,
             pods,
         };
-        let prepared = self
-            .run_pipeline(preparer, move |preparer| preparer.prepare(&request))
-            .await;
+        let prepared = self.prepare_with_patience(&request, stored).await;
         self.links.after_change.notify_one();
         prepared
+    }
+
+    /// Runs the pipeline; a MIG mode change that stays pending pauses the module's DCGM on the node,
+    /// is told (naming the card's holders) and is retried for [`MIG_CHANGE_PATIENCE`]. The pause
+    /// ends with the attempt, whatever its outcome; the kubelet's next retry pauses again.
+    async fn prepare_with_patience(
+        &self,
+        request: &PrepareRequest,
+        stored: &ResourceClaim,
+    ) -> Result<Vec<PreparedDevice>, ClaimFailure> {
+        let deadline = Instant::now() + MIG_CHANGE_PATIENCE;
+        let mut paused = false;
+        let outcome = loop {
+            let preparer = self.preparer()?;
+            let attempt = request.clone();
+            let prepared = self
+                .run_pipeline(preparer, move |preparer| preparer.prepare(&attempt))
+                .await;
+            match prepared {
+                Err(failure) if failure.reason == FailureReason::MigModePending && Instant::now() < deadline => {
+                    if !paused {
+                        self.node.pause_dcgm().await;
+                        paused = true;
+                        warn_everywhere(
+                            &self.events,
+                            &request.claim,
+                            &reserved_pods(stored),
+                            MIG_MODE_CHANGE_PENDING,
+                            "PrepareDevices",
+                            &failure.message,
+                        )
+                        .await;
+                        self.node
+                            .warn(MIG_MODE_CHANGE_PENDING, "PrepareDevices", failure.message.clone())
+                            .await;
+                    }
+                    tokio::time::sleep(MIG_CHANGE_RETRY).await;
+                }
+                other => break other,
+            }
+        };
+        if paused {
+            self.node.resume_dcgm().await;
+        }
+        outcome
     }
 
     async fn read_and_prepare(&self, claim: &ClaimRef) -> Result<Vec<PreparedDevice>, ClaimFailure> {

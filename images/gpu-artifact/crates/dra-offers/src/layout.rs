@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::card::{CardOffering, OfferPolicy};
 use crate::catalog::DeviceCatalog;
+use crate::holdings::{CardHoldings, withheld};
 use crate::limits::{MAX_COUNTER_SETS, MAX_DEVICES, MAX_DEVICES_WITH_COUNTERS, check_slice};
 use crate::names::{pool_name, slice_name};
 use crate::offers::{CardOffers, card_offers};
@@ -80,9 +81,21 @@ pub fn build_publication(
     policy: OfferPolicy,
     layout: Layout,
 ) -> Result<Publication, PublicationError> {
+    build_publication_holding(target, cards, policy, layout, &CardHoldings::new())
+}
+
+/// [`build_publication`] for cards held as `holdings` say: the offers a held card cannot give
+/// ([`withheld`]) stay out of the slices but stay in the catalog.
+pub fn build_publication_holding(
+    target: &PoolTarget,
+    cards: &[CardOffering],
+    policy: OfferPolicy,
+    layout: Layout,
+    holdings: &CardHoldings,
+) -> Result<Publication, PublicationError> {
     let mut cards: Vec<&CardOffering> = cards.iter().collect();
     cards.sort_by_key(|card| card.index);
-    let per_card: Vec<CardOffers> = cards.iter().map(|card| card_offers(card, policy)).collect();
+    let mut per_card: Vec<CardOffers> = cards.iter().map(|card| card_offers(card, policy)).collect();
 
     let mut catalog = DeviceCatalog::new();
     for offer in per_card.iter().flat_map(|c| &c.offers) {
@@ -98,6 +111,10 @@ pub fn build_publication(
                 });
             }
         }
+    }
+
+    for card in &mut per_card {
+        card.offers.retain(|offer| !withheld(&offer.offered, holdings));
     }
 
     let specs = match (layout, policy.counters) {

@@ -151,6 +151,7 @@ fn an_instance_in_use_keeps_the_claim_recorded_for_the_next_attempt() {
         used_gpu_memory_bytes: 1 << 30,
         gpu_instance_id: Some(gi.id),
         compute_instance_id: Some(gi.compute_instances[0].id),
+        name: None,
     };
     node.mock.state().add_process(support::A30_ADDRESS, process).unwrap();
 
@@ -175,6 +176,7 @@ fn a_card_busy_with_processes_is_not_switched_to_mig() {
         used_gpu_memory_bytes: 1 << 30,
         gpu_instance_id: None,
         compute_instance_id: None,
+        name: None,
     };
     node.mock.state().add_process(support::A30_ADDRESS, process).unwrap();
     let error = node

@@ -161,6 +161,7 @@ fn a_mig_device_or_a_busy_card_is_refused_and_nothing_moves() {
         used_gpu_memory_bytes: 1 << 30,
         gpu_instance_id: None,
         compute_instance_id: None,
+        name: None,
     };
     node.mock.state().add_process(A30_ADDRESS, process).unwrap();
     let error = node

@@ -23,4 +23,4 @@ mod store;
 pub use diff::{Plan, plan};
 pub use metrics::{COUNTERS_DROPPED, PublicationMetrics, ReducedLabels, SHARING_DROPPED, WriteLabels};
 pub use publisher::{COUNTERS_UNSUPPORTED, PublisherConfig, SHARING_UNSUPPORTED};
-pub use run::run;
+pub use run::{run, run_with_holdings};

@@ -4,8 +4,8 @@
 
 use controller_plumbing::EventPublisher;
 use dra_offers::{
-    CardOffering, DeviceCatalog, Layout, OfferPolicy, PoolTarget, Publication, build_publication, counters_dropped,
-    pool_name, sharing_dropped,
+    CardHoldings, CardOffering, DeviceCatalog, Layout, OfferPolicy, PoolTarget, Publication,
+    build_publication_holding, counters_dropped, pool_name, sharing_dropped,
 };
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::resource::v1::ResourceSlice;
@@ -79,10 +79,17 @@ impl Publisher {
         }
     }
 
-    /// Brings the stored pool to what `cards` and `node` call for; returns what is published.
-    pub async fn publish(&mut self, cards: &[CardOffering], node: &NodeView) -> anyhow::Result<DeviceCatalog> {
+    /// Brings the stored pool to what `cards`, their `holdings` and `node` call for; returns the
+    /// catalog of every offer (withheld ones included, so an allocation made before they were
+    /// withheld still resolves).
+    pub async fn publish(
+        &mut self,
+        cards: &[CardOffering],
+        holdings: &CardHoldings,
+        node: &NodeView,
+    ) -> anyhow::Result<DeviceCatalog> {
         loop {
-            let publication = self.build(cards, node)?;
+            let publication = self.build(cards, holdings, node)?;
             let desired = owned_by(publication.slices, node);
             let stored = self.store.list().await?;
             let plan = plan(&desired, &stored);
@@ -123,7 +130,7 @@ impl Publisher {
         }
     }
 
-    fn build(&self, cards: &[CardOffering], node: &NodeView) -> anyhow::Result<Publication> {
+    fn build(&self, cards: &[CardOffering], holdings: &CardHoldings, node: &NodeView) -> anyhow::Result<Publication> {
         let mut policy = OfferPolicy::from_node_labels(
             node.allow_mig.as_deref(),
             node.allow_time_slicing.as_deref(),
@@ -132,7 +139,7 @@ impl Publisher {
         policy.mig_allowed &= self.mig_offers;
         policy.counters = self.counters_supported;
         policy.sharing = self.sharing_supported;
-        match build_publication(&self.target, cards, policy, self.layout) {
+        match build_publication_holding(&self.target, cards, policy, self.layout, holdings) {
             Ok(publication) => Ok(publication),
             Err(error) if policy.counters => {
                 tracing::error!(%error, "the node's offers do not fit a ResourceSlice; publishing whole cards only");
@@ -140,7 +147,13 @@ impl Publisher {
                     counters: false,
                     ..policy
                 };
-                Ok(build_publication(&self.target, cards, whole_cards, self.layout)?)
+                Ok(build_publication_holding(
+                    &self.target,
+                    cards,
+                    whole_cards,
+                    self.layout,
+                    holdings,
+                )?)
             }
             Err(error) => Err(error.into()),
         }

@@ -5,7 +5,7 @@
 use anyhow::Context;
 use component_base::Shutdown;
 use controller_plumbing::{Backoff, retry_until_ok};
-use dra_offers::{CardOffering, DeviceCatalog, Layout};
+use dra_offers::{CardHoldings, CardOffering, DeviceCatalog, Layout};
 use k8s_openapi::apimachinery::pkg::version::Info;
 use tokio::sync::watch;
 
@@ -20,7 +20,22 @@ use crate::publisher::{Publisher, PublisherConfig};
 pub async fn run(
     client: kube::Client,
     config: PublisherConfig,
+    cards: watch::Receiver<Vec<CardOffering>>,
+    catalog: watch::Sender<DeviceCatalog>,
+    metrics: PublicationMetrics,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let (_never_held, holdings) = watch::channel(CardHoldings::new());
+    run_with_holdings(client, config, cards, holdings, catalog, metrics, shutdown).await
+}
+
+/// [`run`] for a node whose cards are held as `holdings` say (by the claims the node prepared):
+/// republishes when they change, leaving out the offers a held card cannot give.
+pub async fn run_with_holdings(
+    client: kube::Client,
+    config: PublisherConfig,
     mut cards: watch::Receiver<Vec<CardOffering>>,
+    mut holdings: watch::Receiver<CardHoldings>,
     catalog: watch::Sender<DeviceCatalog>,
     metrics: PublicationMetrics,
     shutdown: Shutdown,
@@ -50,7 +65,8 @@ pub async fn run(
             break;
         };
         let input = cards.borrow_and_update().clone();
-        let pause = match publisher.publish(&input, &view).await {
+        let held = holdings.borrow_and_update().clone();
+        let pause = match publisher.publish(&input, &held, &view).await {
             Ok(published) => {
                 catalog.send_replace(published);
                 backoff = Backoff::default();
@@ -71,12 +87,20 @@ pub async fn run(
         tokio::select! {
             _ = retry => {}
             changed = cards.changed() => if changed.is_err() { break },
+            _ = changed_or_never(&mut holdings) => {}
             _ = node.changed() => {}
             _ = shutdown.cancelled() => break,
         }
     }
     node_watch.abort();
     Ok(())
+}
+
+/// Resolves when the holdings change; never once their sender is gone (they cannot change again).
+async fn changed_or_never(holdings: &mut watch::Receiver<CardHoldings>) {
+    if holdings.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// The layout of a server whose version is `info` (`minor` may carry a `+`, as on some distributions).

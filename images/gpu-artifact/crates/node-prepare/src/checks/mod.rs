@@ -76,6 +76,7 @@ fn refusal(request: &PrepareRequest, checkpoint: &CheckpointData, pool: &str) ->
                 share_id: recorded.share_id.clone(),
                 share_percent: None,
                 config: None,
+                vfio_allowed: false,
                 target: recorded.target.clone(),
             };
             if recorded.device == device.device && !(is_shared(device) && is_shared(&recorded)) {

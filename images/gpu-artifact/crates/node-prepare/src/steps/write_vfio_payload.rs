@@ -15,6 +15,10 @@ impl PrepareStep for WriteVfioPayload {
         "write the QEMU hook payload"
     }
 
+    fn id(&self) -> &'static str {
+        "write-vfio-payload"
+    }
+
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         let Some(claim) = run.checkpoint.claims.get(&run.request.claim.uid) else {
             return Ok(());

@@ -74,6 +74,11 @@ impl Node {
         ToolStandIns::at(&self.host)
     }
 
+    /// The time slice the stand-in `nvidia-smi` last set on the card `uuid`.
+    pub fn time_slice(&self, uuid: &str) -> Option<u8> {
+        self.tools().time_slice(uuid)
+    }
+
     /// The driver bound to a PCI function of the fixture.
     pub fn driver_of(&self, address: &str) -> Option<String> {
         std::fs::read_link(self.host.path(format!("sys/bus/pci/devices/{address}/driver")))
@@ -168,6 +173,7 @@ pub fn physical_request(uid: &str) -> PrepareRequest {
             share_id: None,
             share_percent: None,
             config: None,
+            vfio_allowed: false,
             target: OfferedDevice::Physical {
                 pci_address: A30_ADDRESS.parse().unwrap(),
                 uuid: A30_UUID.into(),
@@ -205,6 +211,7 @@ pub fn vfio_request(uid: &str, address: &str) -> PrepareRequest {
         *pci_address = address.parse().unwrap();
     }
     request.vfio_requested = true;
+    request.devices[0].vfio_allowed = true;
     request.pods = vec![ReservedPod {
         name: "vm-0".into(),
         uid: "pod-uid-0".into(),
@@ -223,6 +230,7 @@ pub fn mig_request(uid: &str, starts: &[u32]) -> PrepareRequest {
             share_id: None,
             share_percent: None,
             config: None,
+            vfio_allowed: false,
             target: OfferedDevice::Mig {
                 pci_address: A30_ADDRESS.parse().unwrap(),
                 parent_uuid: A30_UUID.into(),
