@@ -108,6 +108,12 @@ affinity:
           operator: Exists
         {{- end }}
         {{- include "gpu.gpuNodeExpressions" $ctx | nindent 8 }}
+        {{- if has (index . 1) (list "dcgm" "dcgmExporter") }}
+        {{- /* gpu-handler labels its Node while a MIG mode change waits for DCGM to let the cards go
+        (as NVIDIA's MIG manager pauses GPU clients); the DaemonSet controller then removes the Pod. */}}
+        - key: gpu.deckhouse.io/dcgm-paused
+          operator: DoesNotExist
+        {{- end }}
 {{- end -}}
 
 {{- /* Node selector expressions of every node component: not the control plane, and the admin's labels. */ -}}

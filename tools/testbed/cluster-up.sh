@@ -83,6 +83,8 @@ start() { # name args...
   local name=$1; shift
   setsid "$TESTBED_BIN/$name" "$@" > "$dir/logs/$name.log" 2>&1 < /dev/null 3>&- &
   echo "$! $name" >> "$dir/pids"
+  # The command line, one argument a line, for restart-component.sh (outage tests).
+  mkdir -p "$dir/cmd"; printf '%s\n' "$TESTBED_BIN/$name" "$@" > "$dir/cmd/$name"
 }
 wait_healthy() { # name url [curl args]
   local name=$1 url=$2; shift 2

@@ -149,6 +149,8 @@ fn read_json_env(key: &str) -> anyhow::Result<Option<Value>> {
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests {
     use super::*;
 

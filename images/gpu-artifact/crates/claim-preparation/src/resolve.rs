@@ -17,6 +17,8 @@ use node_prepare::AllocatedDevice;
 
 mod device_config;
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 
 #[derive(Debug, thiserror::Error, PartialEq)]

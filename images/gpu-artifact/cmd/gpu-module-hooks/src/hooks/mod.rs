@@ -40,6 +40,12 @@ pub fn all() -> Vec<Hook> {
     ]
 }
 
+/// The bootstrap hook's run, for the binding-context properties of `protocol`.
+#[cfg(test)]
+pub(crate) fn bootstrap_nodes_for_properties(input: &HookInput) -> HookOutput {
+    bootstrap_nodes::run(input)
+}
+
 /// The JSON `hook config` prints: `{"version": "v1", "hooks": [...]}`.
 pub fn batch_config() -> String {
     let hooks: Vec<HookConfig> = all().into_iter().map(|h| h.config).collect();

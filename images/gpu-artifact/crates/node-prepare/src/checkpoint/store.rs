@@ -113,7 +113,7 @@ impl CheckpointStore {
         write_atomically(&self.path, &text)
     }
 
-    fn verify(&self, text: &str) -> Result<CheckpointData, PrepareError> {
+    pub(crate) fn verify(&self, text: &str) -> Result<CheckpointData, PrepareError> {
         let file: FileIn = serde_json::from_str(text).map_err(|e| self.corrupt(format!("not a checkpoint: {e}")))?;
         if !(OLDEST_READABLE..=VERSION).contains(&file.version) {
             return Err(self.corrupt(format!(
@@ -164,13 +164,15 @@ impl CheckpointStore {
     }
 }
 
-fn checksum(data: &str) -> String {
+pub(crate) fn checksum(data: &str) -> String {
     Sha256::digest(data.as_bytes())
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
 }
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,7 +97,7 @@ pub fn handler_rules() -> Vec<PolicyRule> {
             &["get", "list", "watch", "create", "patch", "update", "delete"],
         ),
         rule("resource.k8s.io", &["resourceclaims"], &["get"]),
-        rule("", &["nodes"], &["get", "list", "watch"]),
+        rule("", &["nodes"], &["get", "list", "watch", "patch"]),
         rule("", &["pods"], &["get"]),
         rule("events.k8s.io", &["events"], &["create", "patch"]),
     ]
