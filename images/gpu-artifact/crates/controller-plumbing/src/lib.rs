@@ -7,7 +7,9 @@
 mod backoff;
 mod events;
 mod leader;
+mod watch_backoff;
 
 pub use backoff::{Backoff, retry_until_ok};
 pub use events::EventPublisher;
 pub use leader::LeaderElection;
+pub use watch_backoff::WatchBackoff;

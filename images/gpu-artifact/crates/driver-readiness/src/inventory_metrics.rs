@@ -56,7 +56,7 @@ pub fn register(registry: &mut Registry) -> Writer<PhysicalGPU> {
 /// Keeps `writer`'s cache equal to the cluster's PhysicalGPUs until shutdown.
 pub async fn keep_inventory(client: Client, writer: Writer<PhysicalGPU>, shutdown: Shutdown) {
     let watch = watcher(Api::<PhysicalGPU>::all(client), watcher::Config::default())
-        .default_backoff()
+        .backoff(controller_plumbing::WatchBackoff::default())
         .reflect(writer)
         .for_each(|event| {
             if let Err(error) = event {

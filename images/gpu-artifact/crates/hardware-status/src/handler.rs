@@ -88,7 +88,7 @@ pub async fn run(
     let watch_trigger = trigger.clone();
     let selector = format!("{}={}", labels::NODE, config.node_name);
     let watch = watcher(gpus.clone(), watcher::Config::default().labels(&selector))
-        .default_backoff()
+        .backoff(controller_plumbing::WatchBackoff::default())
         .reflect(store_writer)
         .for_each(move |event| {
             if let Err(error) = event {
@@ -217,7 +217,7 @@ fn publish_links<'a>(
 }
 
 fn write_backoff() -> Backoff {
-    Backoff::new(Duration::from_millis(200), Duration::from_secs(30))
+    Backoff::new(Duration::from_millis(200), Duration::from_secs(5))
 }
 
 fn note(ledger: &mut HealthLedger, event: &HealthEvent) {

@@ -158,13 +158,20 @@ impl PluginNode {
     /// Waits for the handler's `PrepareFailed` Event on a Pod of this node's namespace; returns its
     /// message (what the user reads in `kubectl describe pod`).
     pub async fn wait_prepare_failure_on_pod(&self) -> String {
+        self.wait_prepare_failure_on(None).await
+    }
+
+    /// [`Self::wait_prepare_failure_on_pod`] for the Pod named `pod` (any Pod of the namespace when `None`).
+    pub async fn wait_prepare_failure_on(&self, pod: Option<&str>) -> String {
         let ns = &self.s.ns;
         let events = Api::<Event>::namespaced(ns.client(), ns.name());
         wait_until("a PrepareFailed event on the pod", Duration::from_secs(60), || async {
             let list = events.list(&ListParams::default()).await?;
             let found = list.items.iter().find(|e| {
+                let regarding = e.regarding.as_ref();
                 e.reason.as_deref() == Some("PrepareFailed")
-                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Pod")
+                    && regarding.and_then(|r| r.kind.as_deref()) == Some("Pod")
+                    && pod.is_none_or(|pod| regarding.and_then(|r| r.name.as_deref()) == Some(pod))
             });
             Ok(match found {
                 Some(event) => Progress::Done(event.note.clone().unwrap_or_default()),

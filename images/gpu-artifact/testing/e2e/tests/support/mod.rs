@@ -84,6 +84,18 @@ pub fn device_class(ns: &TestNamespace, name: &str, expression: &str, extended_r
     .expect("a valid DeviceClass")
 }
 
+/// [`device_class`] that lets its cards go to vfio-pci: the opaque `VfioDeviceConfig` an admin puts
+/// on a class for virtual machines (the only way a claim may get VFIO).
+pub fn vfio_class(ns: &TestNamespace, name: &str, expression: &str) -> DeviceClass {
+    let mut class = device_class(ns, name, expression, None);
+    class.spec.config = Some(vec![
+        serde_json::from_value(json!({"opaque": {"driver": DRIVER, "parameters": {
+            "apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"}}}))
+        .expect("a valid class config"),
+    ]);
+    class
+}
+
 /// A Pod pinned to `node` (tests share the cluster); `extra` is merged into its spec.
 pub fn pod(name: &str, node: &str, container_resources: Value, extra: Value) -> Pod {
     let mut spec = json!({

@@ -1,0 +1,397 @@
+//! Restarts and outages under load (issue 17, item 3), on a control plane of this test alone: the
+//! API server killed and restarted, etcd killed and restarted, every watch and connection dropped
+//! at once (a proxy between the node's components and the API server cuts them), gpu-handler
+//! killed while the kubelet is calling it, and the MPS control daemon killed (alone, and with the
+//! handler). After each, within 10 s of the API being back, every component has resynced: the node
+//! agent recreates a deleted PhysicalGPU, gpu-handler republishes the node's offers for a changed
+//! label, and a new Pod is scheduled, prepared by the handler and seen by the kubelet; and nothing
+//! is duplicated or lost: one PhysicalGPU per card, each device once in the node's slices, each
+//! prepared claim once in the checkpoint with its one MIG instance. The times are printed as the
+//! outage table.
+
+mod handler_node;
+mod outages;
+mod plugin_node;
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use gpu_api::PhysicalGPU;
+use host_fixtures::ToolStandIns;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Api, Client};
+use kubelet_sim::{KubeletSim, KubeletSimOptions};
+use outages::*;
+use serde_json::json;
+use support::components::*;
+use support::*;
+use testbed::{ComponentProcess, Progress, ReadyNode, TestCluster, TestNamespace, wait_until};
+
+struct Bed {
+    ns: TestNamespace,
+    node: ReadyNode,
+    ws: AgentWorkspace,
+    proxy: ApiProxy,
+    tools: ToolStandIns,
+    handler_kubeconfig: std::path::PathBuf,
+    mock: mock_nvml::test_support::MockInstall,
+    handler: ComponentProcess,
+    kubelet: KubeletSim,
+    _agent: ComponentProcess,
+}
+
+impl Bed {
+    async fn start(cluster: TestCluster) -> Bed {
+        let ns = TestNamespace::create_in(cluster, "outages").await.unwrap();
+        install_crds(&ns.client()).await;
+        let node = ReadyNode::register(&ns, "gpu", Default::default()).await.unwrap();
+        let ws = AgentWorkspace::new();
+        let (_host, tools) = a30_host(&ws.host_root());
+        let api = api_port(ns.cluster().kubeconfig_path());
+        let proxy = ApiProxy::start(api).await;
+        let agent_kubeconfig = kubeconfig_for(&ns, "gpu-node-agent", node_agent_rules(), ws.dir.path()).await;
+        let handler_kubeconfig = kubeconfig_for(&ns, "gpu-handler", handler_rules(), ws.dir.path()).await;
+        through_proxy(&agent_kubeconfig, api, proxy.port);
+        through_proxy(&handler_kubeconfig, api, proxy.port);
+        let (agent, port) = start_agent(&ws, node.name(), &agent_kubeconfig);
+        wait_ready(port, &agent).await;
+        let dir = ws.dir.path().join("nvml");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mock = mock_nvml::test_support::MockInstall::new(&dir, &mock_nvml::test_support::machine_fixture("a30.yaml")).unwrap();
+        let kubelet = KubeletSim::start(
+            client_through(ns.cluster().config(), proxy.port),
+            node.name(),
+            ws.host_root().join("var/lib/kubelet"),
+            KubeletSimOptions {
+                backoff_max: Duration::from_secs(2),
+                ..KubeletSimOptions::default()
+            },
+        );
+        let handler = Self::handler(&ws, node.name(), &handler_kubeconfig, &mock, &tools, "");
+        let bed = Bed {
+            ns,
+            node,
+            ws,
+            proxy,
+            tools,
+            handler_kubeconfig,
+            mock,
+            handler,
+            kubelet,
+            _agent: agent,
+        };
+        bed.wait_gpu().await;
+        bed.set_driver_ready().await;
+        bed
+    }
+
+    fn handler(
+        ws: &AgentWorkspace,
+        node: &str,
+        kubeconfig: &std::path::Path,
+        mock: &mock_nvml::test_support::MockInstall,
+        tools: &ToolStandIns,
+        faults: &str,
+    ) -> ComponentProcess {
+        let mut env = vec![
+            ("NVIDIA_SMI", tools.nvidia_smi().display().to_string()),
+            ("NVIDIA_MPS_CONTROL", tools.mps_control().display().to_string()),
+            ("MPS_SUPERVISE_INTERVAL", "1s".to_owned()),
+        ];
+        if !faults.is_empty() {
+            env.push(("GPU_HANDLER_FAULT_POINT", faults.to_owned()));
+            env.push(("GPU_HANDLER_FAULT_REACHED", ws.dir.path().join("fault-reached").display().to_string()));
+        }
+        start_handler_with(ws, node, kubeconfig, &mock.library_path(), &env).0
+    }
+
+    fn restart_handler(&mut self, faults: &str) {
+        self.handler.kill();
+        self.handler = Self::handler(&self.ws, self.node.name(), &self.handler_kubeconfig, &self.mock, &self.tools, faults);
+    }
+
+    fn admin(&self) -> Client {
+        self.ns.client()
+    }
+
+    fn gpu_name(&self) -> String {
+        format!("{}-0-10de-20b7", self.node.name())
+    }
+
+    async fn wait_gpu(&self) {
+        let gpus = Api::<PhysicalGPU>::all(self.admin());
+        let name = self.gpu_name();
+        wait_until("the agent's PhysicalGPU", Duration::from_secs(60), || async {
+            Ok(match gpus.get_opt(&name).await? {
+                Some(_) => Progress::Done(()),
+                None => Progress::Pending("absent".into()),
+            })
+        })
+        .await
+        .unwrap();
+    }
+
+    async fn set_driver_ready(&self) {
+        let condition = json!({"type": "DriverReady", "status": "True", "reason": "ValidatorReady",
+            "message": "set by the e2e test", "lastTransitionTime": "2025-01-01T00:00:00Z"});
+        let patch = json!({"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "PhysicalGPU",
+            "metadata": {"name": self.gpu_name()}, "status": {"conditions": [condition]}});
+        Api::<PhysicalGPU>::all(self.admin())
+            .patch_status(&self.gpu_name(), &PatchParams::apply("gpu-controller").force(), &Patch::Apply(&patch))
+            .await
+            .unwrap();
+    }
+
+    /// Device names of the node's slices (every one, duplicates kept).
+    async fn offered(&self) -> Vec<String> {
+        let slices = Api::<ResourceSlice>::all(self.admin())
+            .list(&ListParams::default().fields(&format!("spec.nodeName={}", self.node.name())))
+            .await
+            .unwrap();
+        slices
+            .items
+            .iter()
+            .flat_map(|slice| slice.spec.devices.iter().flatten().map(|d| d.name.clone()))
+            .collect()
+    }
+
+    fn checkpoint(&self) -> serde_json::Value {
+        let path = self.ws.host_root().join("var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json");
+        std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+    }
+
+    fn mig_instances(&self) -> usize {
+        let state = self.mock.state().snapshot().unwrap();
+        state.gpus.values().map(|gpu| gpu.gpu_instances.len()).sum()
+    }
+
+    async fn prepared_within(&self, pod: &str, deadline: Duration) {
+        let ns = self.ns.name().to_owned();
+        wait_until(&format!("{pod} prepared"), deadline, || async {
+            Ok(match self.kubelet.prepared(&ns, pod) {
+                Some(_) => Progress::Done(()),
+                None => Progress::Pending(scheduling_message(&self.ns.api::<Pod>().get(pod).await?)),
+            })
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", self.handler.log()));
+    }
+
+    /// Nothing duplicated or lost: one PhysicalGPU for the card, each device once across the node's
+    /// slices, and exactly the prepared Pods' claims in the checkpoint, each once with its instance.
+    async fn assert_consistent(&self, pods: &[&str]) {
+        assert_eq!(gpus_of(&self.admin(), self.node.name()).await, vec![self.gpu_name()], "one PhysicalGPU");
+        let offered = self.offered().await;
+        let unique: BTreeSet<&String> = offered.iter().collect();
+        assert_eq!(unique.len(), offered.len(), "a device published twice: {offered:?}");
+        let claims = self.ns.api::<ResourceClaim>();
+        let mut wanted = BTreeSet::new();
+        for pod in pods {
+            let prepared = self.kubelet.prepared(self.ns.name(), pod).unwrap_or_default();
+            for claim in prepared.keys() {
+                wanted.insert(claims.get(claim).await.unwrap().metadata.uid.unwrap());
+            }
+        }
+        let recorded: BTreeSet<String> = self.checkpoint()["data"]["claims"]
+            .as_object()
+            .map(|c| c.keys().cloned().collect())
+            .unwrap_or_default();
+        assert_eq!(recorded, wanted, "the checkpoint holds exactly the prepared claims");
+        assert_eq!(self.mig_instances(), wanted.len(), "one MIG instance per prepared claim");
+    }
+}
+
+/// How long until `done` holds, from `since`; fails past [`RESYNC_DEADLINE`] with what it last saw.
+async fn resync_time<F, Fut>(what: &str, since: Instant, done: F) -> f64
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Progress<()>, anyhow::Error>>,
+{
+    let left = RESYNC_DEADLINE.saturating_sub(since.elapsed());
+    wait_until(what, left, done).await.unwrap();
+    since.elapsed().as_secs_f64()
+}
+
+/// The three probes after an outage; returns their times from `back`.
+async fn probe(bed: &Bed, back: Instant, pod: &str, resync: &mut Resync) {
+    // The node agent: a deleted PhysicalGPU comes back from its watch.
+    let gpus = Api::<PhysicalGPU>::all(bed.admin());
+    let _ = gpus.delete(&bed.gpu_name(), &DeleteParams::default()).await;
+    let name = bed.gpu_name();
+    let agent = resync_time("the agent recreates its PhysicalGPU", back, || async {
+        Ok(match gpus.get_opt(&name).await? {
+            Some(gpu) if gpu.metadata.deletion_timestamp.is_none() => Progress::Done(()),
+            other => Progress::Pending(format!("{:?}", other.map(|g| g.metadata.uid))),
+        })
+    })
+    .await;
+    resync.seconds.insert("agent", agent);
+    bed.set_driver_ready().await;
+    // gpu-handler: a Node label that switches MIG offers off is followed, and back on.
+    let nodes = Api::<Node>::all(bed.admin());
+    let label = |value: Option<&str>| Patch::Merge(json!({"metadata": {"labels": {"gpu.deckhouse.io/allow-mig": value}}}));
+    nodes.patch(bed.node.name(), &PatchParams::default(), &label(Some("false"))).await.unwrap();
+    let handler = resync_time("the handler follows the Node's labels", back, || async {
+        let offered = bed.offered().await;
+        Ok(if offered.iter().any(|d| d.contains("-mig-")) {
+            Progress::Pending(format!("{offered:?}"))
+        } else {
+            Progress::Done(())
+        })
+    })
+    .await;
+    resync.seconds.insert("handler", handler);
+    nodes.patch(bed.node.name(), &PatchParams::default(), &label(None)).await.unwrap();
+    // Scheduler, kubelet and handler: a new Pod is prepared.
+    let ns = bed.ns.name().to_owned();
+    create(&bed.ns.api::<Pod>(), &templated_pod(pod, bed.node.name(), "mig")).await;
+    let prepared = resync_time(&format!("{pod} prepared"), back, || async {
+        let offered = bed.offered().await;
+        Ok(match bed.kubelet.prepared(&ns, pod) {
+            Some(_) => Progress::Done(()),
+            None if !offered.iter().any(|d| d.contains("-mig-")) => Progress::Pending("MIG offers not back yet".into()),
+            None => Progress::Pending(scheduling_message(&bed.ns.api::<Pod>().get(pod).await?)),
+        })
+    })
+    .await;
+    resync.seconds.insert("new Pod prepared", prepared);
+}
+
+/// Waits until the API server answers again; returns when.
+async fn api_back(client: &Client) -> Instant {
+    wait_until("the API server back", Duration::from_secs(60), || async {
+        Ok(match client.apiserver_version().await {
+            Ok(_) => match Api::<Node>::all(client.clone()).list(&ListParams::default().limit(1)).await {
+                Ok(_) => Progress::Done(()),
+                Err(e) => Progress::Pending(e.to_string()),
+            },
+            Err(e) => Progress::Pending(e.to_string()),
+        })
+    })
+    .await
+    .unwrap();
+    Instant::now()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_lost() {
+    let shared = TestCluster::get().await.unwrap();
+    let version = if shared.server_minor().await.unwrap() <= 34 { "1.34" } else { "latest" };
+    let cluster = TestCluster::private(version, "outages").await.unwrap();
+    let mut bed = Bed::start(cluster.clone()).await;
+    let ns = bed.ns.name().to_owned();
+    let expression = r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].migProfile == "1g.6gb""#;
+    let class = device_class(&bed.ns, "mig", expression, None);
+    create(&Api::<DeviceClass>::all(bed.admin()), &class).await;
+    one_request_template(&bed.ns, "mig", json!({"deviceClassName": class.metadata.name}), None).await;
+    create(&bed.ns.api::<Pod>(), &templated_pod("steady", bed.node.name(), "mig")).await;
+    bed.prepared_within("steady", Duration::from_secs(90)).await;
+    let mut table = Vec::new();
+    let mut pods = vec!["steady"];
+
+    for (outage, component) in [("kube-apiserver killed and restarted", "kube-apiserver"), ("etcd killed and restarted", "etcd")] {
+        // Load: a Pod created just before the outage, prepared across it.
+        let loaded: &'static str = if component == "etcd" { "load-etcd" } else { "load-api" };
+        create(&bed.ns.api::<Pod>(), &templated_pod(loaded, bed.node.name(), "mig")).await;
+        cluster.restart(component, Duration::from_secs(2)).unwrap();
+        let back = api_back(&bed.admin()).await;
+        let mut resync = Resync { outage, ..Resync::default() };
+        bed.prepared_within(loaded, Duration::from_secs(30)).await;
+        resync.seconds.insert("Pod created before prepared", back.elapsed().as_secs_f64());
+        let probe_pod: &'static str = if component == "etcd" { "probe-etcd" } else { "probe-api" };
+        probe(&bed, back, probe_pod, &mut resync).await;
+        for pod in [loaded, probe_pod] {
+            bed.ns.api::<Pod>().delete(pod, &DeleteParams::default()).await.unwrap();
+        }
+        bed.assert_consistent(&pods).await;
+        table.push(resync);
+    }
+
+    // Every watch and connection of the node's components dropped at once.
+    let dropped = bed.proxy.cut();
+    let back = Instant::now();
+    let mut resync = Resync { outage: "every watch and connection dropped", ..Resync::default() };
+    probe(&bed, back, "probe-watch", &mut resync).await;
+    resync.seconds.insert("connections cut", dropped as f64);
+    bed.ns.api::<Pod>().delete("probe-watch", &DeleteParams::default()).await.unwrap();
+    table.push(resync);
+
+    // gpu-handler killed while the kubelet calls it: stopped holding the node lock with a second
+    // call waiting behind it, then SIGKILL.
+    bed.restart_handler("prepare/after/check-allocation");
+    for pod in ["during-a", "during-b"] {
+        create(&bed.ns.api::<Pod>(), &templated_pod(pod, bed.node.name(), "mig")).await;
+    }
+    let marker = bed.ws.dir.path().join("fault-reached");
+    wait_until("the handler inside a prepare", Duration::from_secs(90), || async {
+        Ok(if marker.exists() { Progress::Done(()) } else { Progress::Pending(String::new()) })
+    })
+    .await
+    .unwrap();
+    bed.restart_handler("");
+    let back = Instant::now();
+    let mut resync = Resync { outage: "gpu-handler killed during kubelet calls", ..Resync::default() };
+    for pod in ["during-a", "during-b"] {
+        let left = RESYNC_DEADLINE.saturating_sub(back.elapsed());
+        bed.prepared_within(pod, left).await;
+    }
+    resync.seconds.insert("both Pods prepared", back.elapsed().as_secs_f64());
+    pods.extend(["during-a", "during-b"]);
+    bed.assert_consistent(&pods).await;
+    table.push(resync);
+
+    // The MPS control daemon killed, alone and together with gpu-handler.
+    for pod in pods.drain(..) {
+        bed.ns.api::<Pod>().delete(pod, &DeleteParams::default()).await.unwrap();
+    }
+    wait_until("the MIG Pods gone", Duration::from_secs(60), || async {
+        let left = bed.ns.api::<Pod>().list(&ListParams::default()).await?.items.len();
+        Ok(if left == 0 { Progress::Done(()) } else { Progress::Pending(format!("{left} Pods")) })
+    })
+    .await
+    .unwrap();
+    let mps_label = Patch::Merge(json!({"metadata": {"labels": {"gpu.deckhouse.io/allow-mps": "true"}}}));
+    Api::<Node>::all(bed.admin()).patch(bed.node.name(), &PatchParams::default(), &mps_label).await.unwrap();
+    let mps = r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].sharing == "MPS""#;
+    let class = device_class(&bed.ns, "mps", mps, None);
+    create(&Api::<DeviceClass>::all(bed.admin()), &class).await;
+    let exactly = json!({"deviceClassName": class.metadata.name, "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": "50"}}});
+    one_request_template(&bed.ns, "mps", exactly, None).await;
+    create(&bed.ns.api::<Pod>(), &templated_pod("share", bed.node.name(), "mps")).await;
+    bed.prepared_within("share", Duration::from_secs(60)).await;
+    let uuid = "GPU-010a3000-0000-4000-8000-a30000000001";
+    for (outage, with_handler) in [("MPS control daemon killed", false), ("MPS daemon and gpu-handler killed", true)] {
+        let killed = bed.tools.kill_mps_daemon(uuid).expect("a running daemon");
+        if with_handler {
+            bed.restart_handler("");
+        }
+        let back = Instant::now();
+        let mut resync = Resync { outage, ..Resync::default() };
+        let tools = &bed.tools;
+        let seconds = resync_time("the MPS daemon running again", back, || async {
+            Ok(match tools.mps_daemon_pid(uuid) {
+                Some(pid) if pid != killed => Progress::Done(()),
+                other => Progress::Pending(format!("{other:?}")),
+            })
+        })
+        .await;
+        resync.seconds.insert("daemon back", seconds);
+        table.push(resync);
+    }
+    let events = Api::<Event>::namespaced(bed.admin(), "default").list(&ListParams::default()).await.unwrap();
+    let told = events.items.iter().any(|e| {
+        e.reason.as_deref() == Some("MpsDaemonRestarted")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(bed.node.name())
+    });
+    assert!(told, "an MpsDaemonRestarted Event on the Node");
+    assert!(bed.kubelet.prepared(&ns, "share").is_some());
+
+    println!("| outage | resynced after (from the API back, or the kill) |\n| --- | --- |");
+    for row in &table {
+        println!("{}", row.row());
+    }
+}
