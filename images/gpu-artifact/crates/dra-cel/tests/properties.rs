@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use dra_cel::{CelError, SelectorCache};
 use k8s_openapi::api::resource::v1::{Device, DeviceAttribute, DeviceCapacity};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use property_runs::proptest;
 use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
 

@@ -5,6 +5,7 @@
 use gpu_api::opaque_config::{ConfigError, OpaqueConfig, class_allows_vfio, config_for_request};
 use k8s_openapi::api::resource::v1::{DeviceAllocationConfiguration, OpaqueDeviceConfiguration};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use property_runs::proptest;
 use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
 use serde_json::{Map, Value, json};

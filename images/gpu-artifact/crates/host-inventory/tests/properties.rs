@@ -5,6 +5,7 @@
 use host_fixtures::{FixtureDevice, HostTree};
 use host_inventory::vfio::{PciFunction, split_group};
 use host_inventory::{GpuFilter, HostRoot, PciIds, judge_dmi, parse_os_release, scan_gpus, uevent};
+use property_runs::proptest;
 use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
 

@@ -52,7 +52,7 @@ pub enum PrepareError {
         "claim {claim}: device {device}: card {card}: turning MIG mode {} stayed pending because the card is \
          held: {holders}; the change was taken back and is retried with the kubelet's next attempt (the module's \
          DCGM on this node is paused meanwhile)",
-        if *enable { "on" } else { "off" }
+        on_off(.enable)
     )]
     MigModePending {
         claim: String,
@@ -67,6 +67,10 @@ pub enum PrepareError {
     /// A vendor call failed outside a claim (reconciliation, card inspection).
     #[error("GPU {card}: {source}")]
     Card { card: String, source: VendorError },
+}
+
+fn on_off(enable: &bool) -> &'static str {
+    if *enable { "on" } else { "off" }
 }
 
 impl PrepareError {

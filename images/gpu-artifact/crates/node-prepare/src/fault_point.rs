@@ -84,8 +84,8 @@ pub fn fault_points() -> Vec<String> {
         for part in crate::teardown::TEARDOWN_PARTS {
             points.push(format!("{context}/after/{}", part.id()));
         }
+        points.push(format!("{context}/after/remove-checkpoint-entry"));
     }
-    points.push(format!("{}/after/remove-checkpoint-entry", crate::teardown::UNPREPARE));
     for phase in crate::reconcile::RECONCILE_PHASES {
         points.push(format!("reconcile/after/{phase}"));
     }

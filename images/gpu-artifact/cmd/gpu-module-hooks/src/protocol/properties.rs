@@ -2,6 +2,7 @@
 //! JSON is read as snapshots or refused with a reason, and the bootstrap hook turns any snapshot
 //! into node lists under the module's values, never a panic.
 
+use property_runs::proptest;
 use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
 use serde_json::{Map, Value, json};

@@ -7,6 +7,7 @@ use dra_offers::{DeviceCatalog, OfferedDevice};
 use gpu_api::opaque_config::SharingStrategy;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kubelet_plugin::ClaimRef;
+use property_runs::proptest;
 use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
 use serde_json::{Value, json};

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use kubelet_plugin_api::dra_v1 as v1;
 use prost::Message;
+use property_runs::proptest;
 use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
 

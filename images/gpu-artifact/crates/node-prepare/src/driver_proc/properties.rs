@@ -1,6 +1,7 @@
 //! Bad input by the thousand for the driver's `/proc` files: any `mig-minors` or `information`
 //! text gives the minors it holds or a reason naming the missing entry, never a panic.
 
+use property_runs::proptest;
 use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
 

@@ -119,6 +119,11 @@ fn create_mig_device(
         .map_err(vendor)?
         .into_iter()
         .filter(|instance| instance.placement.overlaps(&placement))
+        .filter(|instance| {
+            !run.created
+                .iter()
+                .any(|(_, made_on, made)| made_on == card && made.gpu_instance_id == instance.gpu_instance_id)
+        })
         .map(|instance| {
             format!(
                 "{} (GPU instance {}, memory slices {}..{})",
@@ -186,7 +191,7 @@ mod tests {
         let starts: Vec<u32> = gpu.gpu_instances.iter().map(|gi| gi.placement.start).collect();
         assert_eq!(starts, [0, 2]);
         assert_eq!(run.created.len(), 2);
-        assert_eq!(run.mig_enabled_on, [node.card()]);
+        assert_eq!(run.mode_changed_on, [node.card()]);
 
         CreateDevices.undo(&mut run);
         let gpu = node.mock_gpu();
@@ -211,7 +216,7 @@ mod tests {
         let request = mig_request("uid-a", &[0]);
         let mut run = node.run(&request);
         let error = CreateDevices.run(&mut run).unwrap_err().to_string();
-        assert!(error.contains("runs processes (pids 4242)"), "{error}");
+        assert!(error.contains("runs processes (NVML lists pid 4242)"), "{error}");
         let gpu = node.mock_gpu();
         assert!(!gpu.mig_current && !gpu.mig_pending);
     }

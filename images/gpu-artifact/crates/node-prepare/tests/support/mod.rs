@@ -271,7 +271,7 @@ pub fn prepare_in_child_if_asked(request: impl FnOnce() -> PrepareRequest) {
 }
 
 /// Runs `test` of this binary in a child process on `node`'s files with the fault point `point`
-/// set; returns once the child died of it (SIGABRT).
+/// set; returns once the child died of it (the point kills its process with SIGKILL).
 pub fn crash_in_child(test: &str, point: &str, node: &Node) {
     use std::os::unix::process::ExitStatusExt;
     let output = std::process::Command::new(std::env::current_exe().unwrap())
@@ -285,7 +285,7 @@ pub fn crash_in_child(test: &str, point: &str, node: &Node) {
         .unwrap();
     assert_eq!(
         output.status.signal(),
-        Some(6),
+        Some(9),
         "the child was not aborted at {point}: {}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)

@@ -44,6 +44,11 @@ impl PluginNode {
     /// offers `gpu0` (so DriverReady must become True, by the test or by gpu-controller).
     pub async fn launch(s: Setup, handler_env: &[(&str, String)]) -> Self {
         let mock = s.install_mock("nvml");
+        Self::launch_with_mock(s, mock, handler_env).await
+    }
+
+    /// [`Self::launch`] with a mock library the test installed (and perhaps changed) first.
+    pub async fn launch_with_mock(s: Setup, mock: MockInstall, handler_env: &[(&str, String)]) -> Self {
         let (handler, handler_port) = start_handler_with(
             &s.ws,
             s.node.name(),

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use dra_offers::OfferedDevice;
 use gpu_vendor::MigPlacement;
+use property_runs::proptest;
 use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
 
