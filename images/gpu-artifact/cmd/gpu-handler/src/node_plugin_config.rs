@@ -48,7 +48,11 @@ impl NodePluginConfig {
             None | Some("") => Duration::from_secs(5),
             Some(text) => parse_seconds(text)
                 .filter(|interval| !interval.is_zero())
-                .ok_or_else(|| anyhow::anyhow!("MPS_SUPERVISE_INTERVAL must be a positive number of seconds such as 5s, not {text:?}"))?,
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "MPS_SUPERVISE_INTERVAL must be a positive number of seconds such as 5s, not {text:?}"
+                    )
+                })?,
         };
         let config = Self {
             host_root: path("HOST_ROOT", "/"),
@@ -93,7 +97,11 @@ impl NodePluginConfig {
 
 /// `5s` or `5` (seconds).
 fn parse_seconds(text: &str) -> Option<Duration> {
-    text.strip_suffix('s').unwrap_or(text).parse::<u64>().ok().map(Duration::from_secs)
+    text.strip_suffix('s')
+        .unwrap_or(text)
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
 }
 
 #[cfg(test)]

@@ -112,7 +112,8 @@ impl NodeClaims {
 
     /// Node Events for what reconciliation found that a human should know.
     async fn tell_reconciled(&self, report: &ReconcileReport) {
-        self.metrics.set_foreign_mig_instances(report.foreign_mig_instances.len());
+        self.metrics
+            .set_foreign_mig_instances(report.foreign_mig_instances.len());
         if !report.foreign_mig_instances.is_empty() {
             let note = format!(
                 "MIG instances no prepared claim records were kept: {}. The node destroys only instances it \

@@ -12,11 +12,56 @@ use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
 
 const TOKENS: &[&str] = &[
-    "device", ".attributes", ".capacity", "[\"gpu.deckhouse.io\"]", ".deviceType", ".memory", ".ccMajor",
-    ".driverVersion", "==", "!=", "&&", "||", "!", "(", ")", "\"MIG\"", "8", "1.5", "true", "null",
-    ".compareTo(quantity(\"1Gi\"))", "quantity(\"x\")", "semver(\"1.2.3\")", ".isGreaterThan(", ".all(x, x)",
-    ".exists(k, k == \"a\")", "size(", "[", "]", "{", "}", ":", ",", "?", "+", "-", "*", "/", "%", "'", "\"",
-    " in ", "device.driver", "cel", "matches(\"(a\")", ".map(x, x)", "dyn(", "int(", "\\u0000", "9223372036854775808",
+    "device",
+    ".attributes",
+    ".capacity",
+    "[\"gpu.deckhouse.io\"]",
+    ".deviceType",
+    ".memory",
+    ".ccMajor",
+    ".driverVersion",
+    "==",
+    "!=",
+    "&&",
+    "||",
+    "!",
+    "(",
+    ")",
+    "\"MIG\"",
+    "8",
+    "1.5",
+    "true",
+    "null",
+    ".compareTo(quantity(\"1Gi\"))",
+    "quantity(\"x\")",
+    "semver(\"1.2.3\")",
+    ".isGreaterThan(",
+    ".all(x, x)",
+    ".exists(k, k == \"a\")",
+    "size(",
+    "[",
+    "]",
+    "{",
+    "}",
+    ":",
+    ",",
+    "?",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "'",
+    "\"",
+    " in ",
+    "device.driver",
+    "cel",
+    "matches(\"(a\")",
+    ".map(x, x)",
+    "dyn(",
+    "int(",
+    "\\u0000",
+    "9223372036854775808",
 ];
 
 fn expression() -> impl Strategy<Value = String> {
@@ -73,11 +118,16 @@ fn property_any_selector_compiles_and_evaluates_or_names_the_expression() {
         if cache.borrow().len() > 4096 {
             cache.replace(SelectorCache::new());
         }
-        let outcome = cache.borrow().get_or_compile(&text).and_then(|selector| selector.matches(&device));
+        let outcome = cache
+            .borrow()
+            .get_or_compile(&text)
+            .and_then(|selector| selector.matches(&device));
         match outcome {
             Ok(_) => Ok(()),
             Err(CelError::Compile { expression, message } | CelError::Runtime { expression, message }) => {
-                ensure(expression == text && !message.is_empty(), || format!("{text:?}: {expression:?}: {message}"))
+                ensure(expression == text && !message.is_empty(), || {
+                    format!("{text:?}: {expression:?}: {message}")
+                })
             }
             Err(other) => ensure(false, || format!("{text:?}: {other}")),
         }

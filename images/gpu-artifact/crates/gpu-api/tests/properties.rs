@@ -12,9 +12,27 @@ use serde_json::{Map, Value, json};
 
 /// Keys and strings a config uses, so generated values often get deep before they go wrong.
 const WORDS: &[&str] = &[
-    "apiVersion", "kind", "sharing", "strategy", "timeSlicing", "interval", "mps",
-    "defaultActiveThreadPercentage", "resource.gpu.deckhouse.io/v1alpha1", "GpuConfig", "MigDeviceConfig",
-    "VfioDeviceConfig", "TimeSlicing", "MPS", "Exclusive", "Default", "Long", "Short", "Medium", "iommu", "",
+    "apiVersion",
+    "kind",
+    "sharing",
+    "strategy",
+    "timeSlicing",
+    "interval",
+    "mps",
+    "defaultActiveThreadPercentage",
+    "resource.gpu.deckhouse.io/v1alpha1",
+    "GpuConfig",
+    "MigDeviceConfig",
+    "VfioDeviceConfig",
+    "TimeSlicing",
+    "MPS",
+    "Exclusive",
+    "Default",
+    "Long",
+    "Short",
+    "Medium",
+    "iommu",
+    "",
 ];
 
 fn word() -> impl Strategy<Value = String> {
@@ -75,20 +93,31 @@ fn property_any_json_decodes_or_is_refused_naming_the_field() {
             }),
             Err(error) => {
                 let message = error.to_string();
-                ensure(!field_of(&error).is_empty() && message.starts_with(field_of(&error)), || {
-                    format!("{value}: the error names no field: {message}")
-                })
+                ensure(
+                    !field_of(&error).is_empty() && message.starts_with(field_of(&error)),
+                    || format!("{value}: the error names no field: {message}"),
+                )
             }
         }
     });
 }
 
-fn allocation_config(source: bool, driver: bool, requests: Option<Vec<String>>, parameters: Value) -> DeviceAllocationConfiguration {
+fn allocation_config(
+    source: bool,
+    driver: bool,
+    requests: Option<Vec<String>>,
+    parameters: Value,
+) -> DeviceAllocationConfiguration {
     DeviceAllocationConfiguration {
         source: if source { "FromClass" } else { "FromClaim" }.into(),
         requests,
         opaque: Some(OpaqueDeviceConfiguration {
-            driver: if driver { "gpu.deckhouse.io" } else { "other.example.com" }.into(),
+            driver: if driver {
+                "gpu.deckhouse.io"
+            } else {
+                "other.example.com"
+            }
+            .into(),
             parameters: RawExtension(parameters),
         }),
     }
@@ -100,16 +129,28 @@ fn property_any_config_list_picks_one_config_or_names_the_bad_one() {
         prop_oneof![Just("gpu".to_owned()), Just("gpu/a".to_owned()), any::<String>()],
         0..3,
     ));
-    let entry = (any::<bool>(), any::<bool>(), request_names, prop_oneof![json(), config_like()])
+    let entry = (
+        any::<bool>(),
+        any::<bool>(),
+        request_names,
+        prop_oneof![json(), config_like()],
+    )
         .prop_map(|(source, driver, requests, parameters)| allocation_config(source, driver, requests, parameters));
-    let inputs = (proptest::collection::vec(entry, 0..6), prop_oneof![Just("gpu"), Just("gpu/a"), Just("")]);
+    let inputs = (
+        proptest::collection::vec(entry, 0..6),
+        prop_oneof![Just("gpu"), Just("gpu/a"), Just("")],
+    );
     check("opaque config precedence", file!(), inputs, |(configs, request)| {
         let chosen = config_for_request(&configs, "gpu.deckhouse.io", request);
         let vfio = class_allows_vfio(&configs, "gpu.deckhouse.io", request);
         match chosen {
-            Err(error) => ensure(error.position < configs.len(), || format!("position {} of {}", error.position, configs.len())),
+            Err(error) => ensure(error.position < configs.len(), || {
+                format!("position {} of {}", error.position, configs.len())
+            }),
             // A class that allows VFIO has a VfioDeviceConfig among the configs that apply.
-            Ok(_) => ensure(!vfio || configs.iter().any(|c| c.source == "FromClass"), || "vfio without a class config".into()),
+            Ok(_) => ensure(!vfio || configs.iter().any(|c| c.source == "FromClass"), || {
+                "vfio without a class config".into()
+            }),
         }
     });
 }

@@ -100,7 +100,10 @@ where
 {
     let (call, log) = (&call, &log);
     let mut seen = std::collections::HashSet::new();
-    let distinct: Vec<ClaimRef> = claims.into_iter().filter(|claim| seen.insert(claim.uid.clone())).collect();
+    let distinct: Vec<ClaimRef> = claims
+        .into_iter()
+        .filter(|claim| seen.insert(claim.uid.clone()))
+        .collect();
     let outcomes = join_all(distinct.into_iter().map(|claim| async move {
         let outcome = match bad_field(&claim) {
             Some(error) => Err(error),
@@ -128,7 +131,11 @@ fn bad_field(claim: &ClaimRef) -> Option<String> {
     .map(|(field, _)| field)
     .collect();
     if !missing.is_empty() {
-        return Some(format!("claim {}: the request has no {}", shown(claim), missing.join(", ")));
+        return Some(format!(
+            "claim {}: the request has no {}",
+            shown(claim),
+            missing.join(", ")
+        ));
     }
     let problem = if !is_uid(&claim.uid) {
         "uid is not a Kubernetes UID (letters, digits and '-', at most 128)"
@@ -147,7 +154,11 @@ fn shown(claim: &ClaimRef) -> String {
     let cut = |text: &str| -> String {
         let mut chars = text.chars();
         let head: String = chars.by_ref().take(64).collect();
-        if chars.next().is_some() { format!("{head:?}…") } else { format!("{head:?}") }
+        if chars.next().is_some() {
+            format!("{head:?}…")
+        } else {
+            format!("{head:?}")
+        }
     };
     format!("{}/{} ({})", cut(&claim.namespace), cut(&claim.name), cut(&claim.uid))
 }
@@ -158,7 +169,9 @@ fn is_uid(uid: &str) -> bool {
 
 fn is_dns_label(text: &str) -> bool {
     (1..=63).contains(&text.len())
-        && text.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !text.starts_with('-')
         && !text.ends_with('-')
 }
@@ -193,7 +206,10 @@ mod tests {
     fn a_uid_that_could_reach_a_path_never_reaches_the_preparer() {
         for uid in ["../../etc", "a/b", ".."] {
             let error = bad_field(&claim("default", "train", uid)).unwrap();
-            assert!(error.ends_with("the request's uid is not a Kubernetes UID (letters, digits and '-', at most 128)"), "{error}");
+            assert!(
+                error.ends_with("the request's uid is not a Kubernetes UID (letters, digits and '-', at most 128)"),
+                "{error}"
+            );
         }
         let fine = claim("default", "train.v1", "0f3a1c2e-6b7d-4e5f-8a9b-0c1d2e3f4a5b");
         assert_eq!(bad_field(&fine), None);

@@ -13,8 +13,8 @@ use std::thread;
 use std::time::Duration;
 
 use gpu_vendor::{
-    GpuInventory, GpuProcess, HealthMonitor, MigInstance, MigMode, MigPlacement, MigProfile, PciAddress,
-    VendorBackend, VendorError,
+    GpuInventory, GpuProcess, HealthMonitor, MigInstance, MigMode, MigPlacement, MigProfile, PciAddress, VendorBackend,
+    VendorError,
 };
 
 pub(crate) struct BoundedVendor {

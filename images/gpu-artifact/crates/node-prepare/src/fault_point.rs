@@ -33,11 +33,13 @@ enum Action {
 }
 
 fn action_for(list: &str, point: &str) -> Option<Action> {
-    list.split(',').map(str::trim).find_map(|entry| match entry.split_once('=') {
-        Some((name, "fail")) if name == point => Some(Action::Fail),
-        None if entry == point => Some(Action::Stop),
-        _ => None,
-    })
+    list.split(',')
+        .map(str::trim)
+        .find_map(|entry| match entry.split_once('=') {
+            Some((name, "fail")) if name == point => Some(Action::Fail),
+            None if entry == point => Some(Action::Stop),
+            _ => None,
+        })
 }
 
 /// Stops the process or fails when `GPU_HANDLER_FAULT_POINT` names `point`; `Ok` otherwise.

@@ -65,8 +65,15 @@ fn describe(root: &HostRoot, functions: &[PciFunction]) -> String {
                 .as_ref()
                 .and_then(|n| n.class_name(class))
                 .map_or_else(|| format!("class {:06x}", f.class), str::to_owned);
-            let driver = f.driver.as_deref().map_or("unbound".to_owned(), |d| format!("bound to {d}"));
-            format!("{}{} ({ids}, {class_name}, {driver})", f.address, name.unwrap_or_default())
+            let driver = f
+                .driver
+                .as_deref()
+                .map_or("unbound".to_owned(), |d| format!("bound to {d}"));
+            format!(
+                "{}{} ({ids}, {class_name}, {driver})",
+                f.address,
+                name.unwrap_or_default()
+            )
         })
         .collect();
     listed.join(", ")

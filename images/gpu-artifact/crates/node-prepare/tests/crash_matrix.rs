@@ -52,7 +52,12 @@ fn a_kill_at_every_point_of_every_mode_leaves_the_node_exactly_right() {
                             Outcome::Failed
                         }
                     };
-                    table.lock().unwrap().entry(point.clone()).or_default().insert(mode, outcome);
+                    table
+                        .lock()
+                        .unwrap()
+                        .entry(point.clone())
+                        .or_default()
+                        .insert(mode, outcome);
                 }
             });
         }
@@ -60,10 +65,20 @@ fn a_kill_at_every_point_of_every_mode_leaves_the_node_exactly_right() {
     let table = table.into_inner().unwrap();
     print_table(&points, &table);
     let failures = failures.into_inner().unwrap();
-    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     for point in &points {
-        let reached = table[point].values().any(|outcome| *outcome == Outcome::KilledAndRecovered);
-        assert!(reached, "no mode reaches fault point {point}: the matrix does not exercise it");
+        let reached = table[point]
+            .values()
+            .any(|outcome| *outcome == Outcome::KilledAndRecovered);
+        assert!(
+            reached,
+            "no mode reaches fault point {point}: the matrix does not exercise it"
+        );
     }
     // Only the points inside a step belong to one mode; every mode passes all the others.
     for point in points.iter().filter(|p| !p.starts_with("prepare/inside/")) {

@@ -203,7 +203,10 @@ fn a_mode_change_held_up_by_a_client_is_taken_back_and_names_the_holders() {
     };
     node.mock.state().add_client(support::A30_ADDRESS, dcgm).unwrap();
     let error = node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap_err();
-    assert!(matches!(error, PrepareError::MigModePending { enable: true, .. }), "{error}");
+    assert!(
+        matches!(error, PrepareError::MigModePending { enable: true, .. }),
+        "{error}"
+    );
     let message = error.to_string();
     assert!(
         message.contains("card 0000:01:00.0: turning MIG mode on stayed pending")
@@ -212,9 +215,15 @@ fn a_mode_change_held_up_by_a_client_is_taken_back_and_names_the_holders() {
         "{message}"
     );
     let gpu = node.mock_gpu();
-    assert!(!gpu.mig_current && !gpu.mig_pending, "the pending change was taken back");
+    assert!(
+        !gpu.mig_current && !gpu.mig_pending,
+        "the pending change was taken back"
+    );
     assert!(node.preparer.prepared_claims().unwrap().is_empty());
-    assert!(!node.checkpoint_text().contains("migEnabledByNode"), "no record of a switch that did not happen");
+    assert!(
+        !node.checkpoint_text().contains("migEnabledByNode"),
+        "no record of a switch that did not happen"
+    );
 
     // Once DCGM lets the card go, the retry switches and prepares.
     node.mock.state().remove_client(support::A30_ADDRESS, 4321).unwrap();
@@ -233,6 +242,13 @@ fn the_processes_holding_a_card_are_named_as_nvml_reports_them() {
         name: Some("python3".into()),
     };
     node.mock.state().add_process(support::A30_ADDRESS, process).unwrap();
-    let error = node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap_err().to_string();
-    assert!(error.contains("runs processes (NVML lists pid 555 (python3))"), "{error}");
+    let error = node
+        .preparer
+        .prepare(&mig_request("uid-a", &[0]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("runs processes (NVML lists pid 555 (python3))"),
+        "{error}"
+    );
 }

@@ -152,8 +152,15 @@ fn mig_devices_made_behind_the_handlers_back_are_kept_and_reported() {
     assert!(node.mock_gpu().mig_current);
 
     // A claim that needs the foreign instance's slices is refused, naming it.
-    let error = node.preparer.prepare(&mig_request("uid-b", &[2])).unwrap_err().to_string();
-    assert!(error.contains("2g.12gb (GPU instance 2, memory slices 2..4)") && error.contains("never destroys"), "{error}");
+    let error = node
+        .preparer
+        .prepare(&mig_request("uid-b", &[2]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("2g.12gb (GPU instance 2, memory slices 2..4)") && error.contains("never destroys"),
+        "{error}"
+    );
     assert_eq!(node.instance_starts(), [0, 2]);
 
     // When the node's own claim leaves, MIG stays on: an instance the node did not make is there.
@@ -169,7 +176,11 @@ fn a_card_an_admin_put_in_mig_mode_stays_in_it() {
     backend.set_mig_mode(&node.card(), true).unwrap();
 
     let report = node.preparer.reconcile().unwrap();
-    assert_eq!(report, ReconcileReport::default(), "the admin's MIG mode is not the node's to undo");
+    assert_eq!(
+        report,
+        ReconcileReport::default(),
+        "the admin's MIG mode is not the node's to undo"
+    );
     assert!(node.mock_gpu().mig_current);
 
     // A MIG claim uses it and leaves it as it was.
@@ -197,7 +208,10 @@ fn claims_of_an_earlier_boot_are_forgotten() {
 
     let report = node.restarted().reconcile().unwrap();
     assert_eq!(report.claims_dropped_after_reboot, 1);
-    assert_eq!(report.cards_mig_restored, 1, "the node had turned MIG on for the forgotten claim");
+    assert_eq!(
+        report.cards_mig_restored, 1,
+        "the node had turned MIG on for the forgotten claim"
+    );
     assert!(node.preparer.prepared_claims().unwrap().is_empty());
     assert!(!node.cdi_path("uid-a").exists());
     let file: serde_json::Value = serde_json::from_str(&node.checkpoint_text()).unwrap();

@@ -240,13 +240,20 @@ fn a_dead_daemon_is_not_taken_for_a_running_one_and_comes_back() {
     let tools = host_fixtures::ToolStandIns::at(&node.host);
     let first = tools.kill_mps_daemon(A30_UUID).expect("the daemon runs");
     assert!(!node.mps_daemon_running(A30_UUID));
-    assert!(node.preparer.config().mps_dir(A30_ADDRESS).exists(), "its directory is left behind");
+    assert!(
+        node.preparer.config().mps_dir(A30_ADDRESS).exists(),
+        "its directory is left behind"
+    );
 
     // Supervision (periodic in the handler) starts it again; so does the next start's reconciliation.
     assert_eq!(node.preparer.supervise_mps().unwrap(), [A30_ADDRESS]);
     let second = tools.mps_daemon_pid(A30_UUID).expect("running again");
     assert_ne!(first, second);
-    assert_eq!(node.preparer.supervise_mps().unwrap(), Vec::<String>::new(), "running: nothing to do");
+    assert_eq!(
+        node.preparer.supervise_mps().unwrap(),
+        Vec::<String>::new(),
+        "running: nothing to do"
+    );
 
     tools.kill_mps_daemon(A30_UUID).unwrap();
     let report = node.restarted().reconcile().unwrap();

@@ -125,7 +125,10 @@ fn a_vfio_device_config_asks_for_it_without_the_annotation() {
     let mut request = physical_request(UID);
     request.devices[0].config = Some(OpaqueConfig::VfioDeviceConfig(VfioDeviceConfig {}));
     let error = node.preparer.prepare(&request).unwrap_err().to_string();
-    assert!(error.contains("an admin's decision"), "a class that does not allow VFIO: {error}");
+    assert!(
+        error.contains("an admin's decision"),
+        "a class that does not allow VFIO: {error}"
+    );
     assert_eq!(node.driver_of(A30_ADDRESS).as_deref(), Some("nvidia"));
     request.devices[0].vfio_allowed = true;
     node.preparer.prepare(&request).unwrap();

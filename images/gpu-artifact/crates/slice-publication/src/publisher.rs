@@ -4,8 +4,8 @@
 
 use controller_plumbing::EventPublisher;
 use dra_offers::{
-    CardHoldings, CardOffering, DeviceCatalog, Layout, OfferPolicy, PoolTarget, Publication,
-    build_publication_holding, counters_dropped, pool_name, sharing_dropped,
+    CardHoldings, CardOffering, DeviceCatalog, Layout, OfferPolicy, PoolTarget, Publication, build_publication_holding,
+    counters_dropped, pool_name, sharing_dropped,
 };
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::resource::v1::ResourceSlice;

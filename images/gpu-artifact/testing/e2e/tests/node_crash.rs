@@ -64,7 +64,8 @@ impl CrashNode {
                 .await
                 .unwrap();
         }
-        let kernel = (mode == Mode::Vfio).then(|| KernelEmulator::start_with_uevents(node.s.host.clone(), node.s.ws.socket()));
+        let kernel =
+            (mode == Mode::Vfio).then(|| KernelEmulator::start_with_uevents(node.s.host.clone(), node.s.ws.socket()));
         let crash = Self {
             node,
             tools,
@@ -93,10 +94,16 @@ impl CrashNode {
     async fn template(&self) {
         let ns = &self.node.s.ns;
         let (expression, percent) = match self.mode {
-            Mode::Physical | Mode::Vfio => (r#"device.attributes["gpu.deckhouse.io"].deviceType == "Physical" && device.attributes["gpu.deckhouse.io"].sharing == "Exclusive""#, None),
+            Mode::Physical | Mode::Vfio => (
+                r#"device.attributes["gpu.deckhouse.io"].deviceType == "Physical" && device.attributes["gpu.deckhouse.io"].sharing == "Exclusive""#,
+                None,
+            ),
             Mode::Mig => (r#"device.attributes["gpu.deckhouse.io"].migProfile == "2g.12gb""#, None),
             Mode::Mps => (r#"device.attributes["gpu.deckhouse.io"].sharing == "MPS""#, Some(50)),
-            Mode::TimeSlicing => (r#"device.attributes["gpu.deckhouse.io"].sharing == "TimeSlicing""#, Some(50)),
+            Mode::TimeSlicing => (
+                r#"device.attributes["gpu.deckhouse.io"].sharing == "TimeSlicing""#,
+                Some(50),
+            ),
         };
         let expression = format!(r#"device.driver == "gpu.deckhouse.io" && {expression}"#);
         let class = match self.mode {
@@ -110,7 +117,15 @@ impl CrashNode {
         }
         one_request_template(ns, "job", exactly, None).await;
         if self.mode != Mode::Physical && self.mode != Mode::Vfio {
-            self.node.wait_offered(if self.mode == Mode::Mps { "gpu0-mps" } else if self.mode == Mode::TimeSlicing { "gpu0-timeslicing" } else { "gpu0-mig-2g12gb-0" }).await;
+            self.node
+                .wait_offered(if self.mode == Mode::Mps {
+                    "gpu0-mps"
+                } else if self.mode == Mode::TimeSlicing {
+                    "gpu0-timeslicing"
+                } else {
+                    "gpu0-mig-2g12gb-0"
+                })
+                .await;
         }
     }
 
@@ -118,12 +133,16 @@ impl CrashNode {
     async fn kill_at_fault_point(&mut self, what: &str) {
         let marker = self.marker.clone();
         let handler = &self.node.handler;
-        wait_until(&format!("the handler to stop at {what}"), Duration::from_secs(90), || async {
-            Ok(match std::fs::read_to_string(&marker) {
-                Ok(point) => Progress::Done(point),
-                Err(_) => Progress::Pending(handler.log().lines().last().unwrap_or_default().to_owned()),
-            })
-        })
+        wait_until(
+            &format!("the handler to stop at {what}"),
+            Duration::from_secs(90),
+            || async {
+                Ok(match std::fs::read_to_string(&marker) {
+                    Ok(point) => Progress::Done(point),
+                    Err(_) => Progress::Pending(handler.log().lines().last().unwrap_or_default().to_owned()),
+                })
+            },
+        )
         .await
         .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", self.node.handler.log()));
         self.node.handler.kill();
@@ -135,13 +154,29 @@ impl CrashNode {
         let s = &self.node.s;
         let env = Self::env(&self.tools, &self.marker, faults);
         let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, v.clone())).collect();
-        self.node.handler = start_handler_with(&s.ws, s.node.name(), &s.handler_kubeconfig, &self.node.mock.library_path(), &env).0;
+        self.node.handler = start_handler_with(
+            &s.ws,
+            s.node.name(),
+            &s.handler_kubeconfig,
+            &self.node.mock.library_path(),
+            &env,
+        )
+        .0;
     }
 
     async fn uid_of(&self, pod: &str) -> String {
         let prepared = self.node.wait_prepared(pod).await;
         let claim = prepared.keys().next().unwrap().clone();
-        self.node.s.ns.api::<ResourceClaim>().get(&claim).await.unwrap().metadata.uid.unwrap()
+        self.node
+            .s
+            .ns
+            .api::<ResourceClaim>()
+            .get(&claim)
+            .await
+            .unwrap()
+            .metadata
+            .uid
+            .unwrap()
     }
 
     fn uuid(&self) -> String {
@@ -156,10 +191,22 @@ impl CrashNode {
         assert_eq!(node.checkpoint()["data"]["claims"][&uid]["state"], "PrepareCompleted");
         let cdi: Vec<_> = std::fs::read_dir(node.host().join("var/run/cdi")).unwrap().collect();
         assert_eq!(cdi.len(), 1, "one CDI spec");
-        assert_eq!(node.mig_instances().len(), usize::from(self.mode == Mode::Mig), "MIG instances");
-        assert_eq!(self.tools.mps_daemon_running(&self.uuid()), self.mode == Mode::Mps, "MPS daemon");
+        assert_eq!(
+            node.mig_instances().len(),
+            usize::from(self.mode == Mode::Mig),
+            "MIG instances"
+        );
+        assert_eq!(
+            self.tools.mps_daemon_running(&self.uuid()),
+            self.mode == Mode::Mps,
+            "MPS daemon"
+        );
         if self.mode == Mode::TimeSlicing {
-            assert_eq!(self.tools.time_slice(&self.uuid()), Some(0), "the share's (Default) time slice was set");
+            assert_eq!(
+                self.tools.time_slice(&self.uuid()),
+                Some(0),
+                "the share's (Default) time slice was set"
+            );
         }
         let driver = std::fs::read_link(node.host().join("sys/bus/pci/devices/0000:01:00.0/driver")).unwrap();
         let on_vfio = driver.file_name().unwrap() == "vfio-pci";
@@ -167,7 +214,13 @@ impl CrashNode {
     }
 
     async fn delete_and_assert_clean(&self, pod: &str) {
-        self.node.s.ns.api::<Pod>().delete(pod, &DeleteParams::default()).await.unwrap();
+        self.node
+            .s
+            .ns
+            .api::<Pod>()
+            .delete(pod, &DeleteParams::default())
+            .await
+            .unwrap();
         self.node.wait_pod_gone(pod).await;
         self.assert_clean();
     }
@@ -175,8 +228,15 @@ impl CrashNode {
     fn assert_clean(&self) {
         let node = &self.node;
         assert!(node.checkpointed_claims().is_empty(), "{}", node.checkpoint());
-        assert!(node.checkpoint()["data"].get("migEnabledByNode").is_none(), "{}", node.checkpoint());
-        let cdi: Vec<_> = std::fs::read_dir(node.host().join("var/run/cdi")).into_iter().flatten().collect();
+        assert!(
+            node.checkpoint()["data"].get("migEnabledByNode").is_none(),
+            "{}",
+            node.checkpoint()
+        );
+        let cdi: Vec<_> = std::fs::read_dir(node.host().join("var/run/cdi"))
+            .into_iter()
+            .flatten()
+            .collect();
         assert!(cdi.is_empty(), "{cdi:?}");
         assert!(node.mig_instances().is_empty());
         assert!(!node.mig_enabled());
@@ -188,7 +248,11 @@ impl CrashNode {
 
     /// Kill during a prepare at `point`; the restarted handler and the kubelet's retry prepare once.
     async fn kill_in_prepare(&mut self, pod: &str, point: &str) {
-        create(&self.node.s.ns.api::<Pod>(), &templated_pod(pod, self.node.s.node.name(), "job")).await;
+        create(
+            &self.node.s.ns.api::<Pod>(),
+            &templated_pod(pod, self.node.s.node.name(), "job"),
+        )
+        .await;
         self.kill_at_fault_point(point).await;
         self.restart("");
         self.assert_prepared_once(pod).await;
@@ -197,9 +261,19 @@ impl CrashNode {
 
     /// Kill during the unprepare of a prepared Pod at `point` (the running handler has it armed).
     async fn kill_in_unprepare(&mut self, pod: &str, point: &str) {
-        create(&self.node.s.ns.api::<Pod>(), &templated_pod(pod, self.node.s.node.name(), "job")).await;
+        create(
+            &self.node.s.ns.api::<Pod>(),
+            &templated_pod(pod, self.node.s.node.name(), "job"),
+        )
+        .await;
         self.assert_prepared_once(pod).await;
-        self.node.s.ns.api::<Pod>().delete(pod, &DeleteParams::default()).await.unwrap();
+        self.node
+            .s
+            .ns
+            .api::<Pod>()
+            .delete(pod, &DeleteParams::default())
+            .await
+            .unwrap();
         self.kill_at_fault_point(point).await;
         self.restart("");
         self.node.wait_pod_gone(pod).await;
@@ -235,7 +309,11 @@ async fn an_mps_prepare_killed_after_the_daemon_started_leaves_one_daemon() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconciliation_killed_while_rolling_back_a_timeslicing_share_is_finished_by_the_next_start() {
     let mut node = CrashNode::start("crash-timeslicing", Mode::TimeSlicing, "prepare/after/write-cdi-spec").await;
-    create(&node.node.s.ns.api::<Pod>(), &templated_pod("job", node.node.s.node.name(), "job")).await;
+    create(
+        &node.node.s.ns.api::<Pod>(),
+        &templated_pod("job", node.node.s.node.name(), "job"),
+    )
+    .await;
     node.kill_at_fault_point("prepare/after/write-cdi-spec").await;
     node.restart("rollback/after/undo-sharing");
     node.kill_at_fault_point("rollback/after/undo-sharing").await;

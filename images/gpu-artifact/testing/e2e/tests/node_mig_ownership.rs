@@ -70,7 +70,9 @@ async fn an_admins_mig_layout_stays_and_its_free_placements_serve_claims() {
     .unwrap();
     let card = A30.parse().unwrap();
     admin.set_mig_mode(&card, true).unwrap();
-    admin.create_mig_device(&card, 5, MigPlacement { start: 0, size: 2 }).unwrap();
+    admin
+        .create_mig_device(&card, 5, MigPlacement { start: 0, size: 2 })
+        .unwrap();
     drop(admin);
     let node = PluginNode::launch_with_mock(s, mock, &[]).await;
 
@@ -93,7 +95,11 @@ async fn an_admins_mig_layout_stays_and_its_free_placements_serve_claims() {
     assert_eq!(node.mig_instances(), vec![(0, 2), (2, 2)]);
     pods.delete("free", &DeleteParams::default()).await.unwrap();
     node.wait_pod_gone("free").await;
-    assert_eq!(node.mig_instances(), vec![(0, 2)], "only the claim's instance is destroyed");
+    assert_eq!(
+        node.mig_instances(),
+        vec![(0, 2)],
+        "only the claim's instance is destroyed"
+    );
     assert!(node.mig_enabled(), "the card stays in the admin's MIG mode");
 }
 
@@ -134,7 +140,11 @@ async fn a_mig_mode_change_held_up_by_dcgm_pauses_it_tells_why_and_completes() {
         }
     });
     mig_template(&node, "2g.12gb").await;
-    create(&node.s.ns.api::<Pod>(), &templated_pod("trainer", node.s.node.name(), "mig")).await;
+    create(
+        &node.s.ns.api::<Pod>(),
+        &templated_pod("trainer", node.s.node.name(), "mig"),
+    )
+    .await;
     node.wait_prepared("trainer").await;
     assert!(saw_pause.load(Ordering::SeqCst), "DCGM was paused on the node");
     assert_eq!(node.mig_instances().len(), 1);
@@ -151,11 +161,17 @@ async fn a_mig_mode_change_held_up_by_dcgm_pauses_it_tells_why_and_completes() {
         .next()
         .expect("a MigModeChangePending Event on the claim or the Pod");
     assert!(
-        told.contains("turning MIG mode on stayed pending") && told.contains("NVML lists no process") && told.contains("DCGM"),
+        told.contains("turning MIG mode on stayed pending")
+            && told.contains("NVML lists no process")
+            && told.contains("DCGM"),
         "{told}"
     );
     wait_until("the DCGM pause lifted", Duration::from_secs(30), || async {
-        let labels = Api::<Node>::all(node.s.ns.client()).get(node.s.node.name()).await?.metadata.labels;
+        let labels = Api::<Node>::all(node.s.ns.client())
+            .get(node.s.node.name())
+            .await?
+            .metadata
+            .labels;
         Ok(if labels.is_some_and(|l| l.contains_key(PAUSED)) {
             Progress::Pending("still paused".into())
         } else {

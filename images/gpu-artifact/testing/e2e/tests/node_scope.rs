@@ -34,7 +34,9 @@ async fn install_policies(ns: &TestNamespace) {
     let test_accounts = format!("system:serviceaccount:{}:", ns.name());
     let mut names = BTreeMap::new();
     for kind in ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] {
-        for object in of_kind(&objects, kind).filter(|o| o["metadata"]["name"].as_str().is_some_and(|n| n.contains("node-scope"))) {
+        for object in
+            of_kind(&objects, kind).filter(|o| o["metadata"]["name"].as_str().is_some_and(|n| n.contains("node-scope")))
+        {
             let text = object.to_string().replace(&module_accounts, &test_accounts);
             let mut object: Value = serde_json::from_str(&text).unwrap();
             let name = object["metadata"]["name"].as_str().unwrap().to_owned();
@@ -43,7 +45,12 @@ async fn install_policies(ns: &TestNamespace) {
             object["metadata"]["labels"] = json!(ns.owner_labels());
             if kind == "ValidatingAdmissionPolicyBinding" {
                 let policy = object["spec"]["policyName"].as_str().unwrap().to_owned();
-                object["spec"]["policyName"] = json!(names.entry(policy.clone()).or_insert_with(|| ns.unique(&policy)).clone());
+                object["spec"]["policyName"] = json!(
+                    names
+                        .entry(policy.clone())
+                        .or_insert_with(|| ns.unique(&policy))
+                        .clone()
+                );
                 let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(object).unwrap();
                 create(&Api::all(ns.client()), &binding).await;
             } else {
@@ -57,14 +64,20 @@ async fn install_policies(ns: &TestNamespace) {
 
 /// A Pod of `account` bound to `node` (never run: only its binding matters to the token).
 async fn pod_on(ns: &TestNamespace, name: &str, node: &str, account: &str) -> Pod {
-    let mut pod = pod(name, node, json!({}), json!({"serviceAccountName": account, "nodeName": node}));
+    let mut pod = pod(
+        name,
+        node,
+        json!({}),
+        json!({"serviceAccountName": account, "nodeName": node}),
+    );
     pod.spec.as_mut().unwrap().node_selector = None;
     create(&ns.api::<Pod>(), &pod).await
 }
 
 /// What the API server says a client is.
 async fn extra_node_name(client: &Client) -> Option<String> {
-    let review: SelfSubjectReview = serde_json::from_value(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})).unwrap();
+    let review: SelfSubjectReview =
+        serde_json::from_value(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})).unwrap();
     let answer = Api::<SelfSubjectReview>::all(client.clone())
         .create(&PostParams::default(), &review)
         .await
@@ -104,8 +117,13 @@ async fn node_components_write_only_their_own_nodes_objects() {
     let b = ReadyNode::register(&ns, "b", BTreeMap::new()).await.unwrap();
     let (a, b) = (a.name().to_owned(), b.name().to_owned());
     // A token of the handler's account bound to nothing (a TokenRequest without a Pod).
-    let unbound = ns.client_as("gpu-handler", Access::Cluster(handler_rules())).await.unwrap();
-    ns.client_as("gpu-node-agent", Access::Cluster(node_agent_rules())).await.unwrap();
+    let unbound = ns
+        .client_as("gpu-handler", Access::Cluster(handler_rules()))
+        .await
+        .unwrap();
+    ns.client_as("gpu-node-agent", Access::Cluster(node_agent_rules()))
+        .await
+        .unwrap();
     install_policies(&ns).await;
 
     let handler_pod = pod_on(&ns, "handler", &a, "gpu-handler").await;
@@ -121,10 +139,14 @@ async fn node_components_write_only_their_own_nodes_objects() {
     wait_until("the node-scope policies in force", Duration::from_secs(30), || async {
         let result = slices.create(&PostParams::default(), &slice_of(&ns, &b)).await;
         Ok(match result {
-            Err(kube::Error::Api(status)) if status.message.contains("may not write ResourceSlice") => Progress::Done(()),
+            Err(kube::Error::Api(status)) if status.message.contains("may not write ResourceSlice") => {
+                Progress::Done(())
+            }
             Ok(created) => {
                 let name = created.metadata.name.unwrap();
-                Api::<ResourceSlice>::all(ns.client()).delete(&name, &DeleteParams::default()).await?;
+                Api::<ResourceSlice>::all(ns.client())
+                    .delete(&name, &DeleteParams::default())
+                    .await?;
                 Progress::Pending("created".into())
             }
             other => Progress::Pending(format!("{other:?}")),
@@ -138,7 +160,9 @@ async fn node_components_write_only_their_own_nodes_objects() {
     let admin_slices = Api::<ResourceSlice>::all(ns.client());
     let theirs = create(&admin_slices, &slice_of(&ns, &b)).await;
     refused(
-        slices.delete(theirs.metadata.name.as_deref().unwrap(), &DeleteParams::default()).await,
+        slices
+            .delete(theirs.metadata.name.as_deref().unwrap(), &DeleteParams::default())
+            .await,
         "deleting another node's slice",
         "may not write ResourceSlice",
     );
@@ -146,13 +170,20 @@ async fn node_components_write_only_their_own_nodes_objects() {
     moved.spec.node_name = Some(b.clone());
     moved.spec.pool.name = format!("gpus/{b}");
     refused(
-        slices.replace(own.metadata.name.as_deref().unwrap(), &PostParams::default(), &moved).await,
+        slices
+            .replace(own.metadata.name.as_deref().unwrap(), &PostParams::default(), &moved)
+            .await,
         "moving its slice to another node",
         "may not write ResourceSlice",
     );
-    slices.delete(own.metadata.name.as_deref().unwrap(), &DeleteParams::default()).await.unwrap();
+    slices
+        .delete(own.metadata.name.as_deref().unwrap(), &DeleteParams::default())
+        .await
+        .unwrap();
     refused(
-        Api::<ResourceSlice>::all(unbound.clone()).create(&PostParams::default(), &slice_of(&ns, &a)).await,
+        Api::<ResourceSlice>::all(unbound.clone())
+            .create(&PostParams::default(), &slice_of(&ns, &a))
+            .await,
         "a token bound to no node",
         "bound to no node",
     );
@@ -168,18 +199,30 @@ async fn node_components_write_only_their_own_nodes_objects() {
     let admin_gpus = Api::<PhysicalGPU>::all(ns.client());
     create(&admin_gpus, &gpu_of(&b)).await;
     refused(
-        agent_gpus.delete(&format!("{b}-0-10de-20b7"), &DeleteParams::default()).await,
+        agent_gpus
+            .delete(&format!("{b}-0-10de-20b7"), &DeleteParams::default())
+            .await,
         "deleting another node's PhysicalGPU",
         "may not write PhysicalGPU",
     );
     let status = json!({"status": {"nodeInfo": {"nodeName": "x"}}});
     let handler_gpus = Api::<PhysicalGPU>::all(handler.clone());
     handler_gpus
-        .patch_status(&format!("{a}-0-10de-20b7"), &PatchParams::default(), &Patch::Merge(&status))
+        .patch_status(
+            &format!("{a}-0-10de-20b7"),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
         .await
         .unwrap();
     refused(
-        handler_gpus.patch_status(&format!("{b}-0-10de-20b7"), &PatchParams::default(), &Patch::Merge(&status)).await,
+        handler_gpus
+            .patch_status(
+                &format!("{b}-0-10de-20b7"),
+                &PatchParams::default(),
+                &Patch::Merge(&status),
+            )
+            .await,
         "the status of another node's PhysicalGPU",
         "may not write PhysicalGPU",
     );
@@ -188,14 +231,25 @@ async fn node_components_write_only_their_own_nodes_objects() {
     let label = |key: &str| Patch::Merge(json!({"metadata": {"labels": {key: "true"}}}));
     for client in [&agent, &handler] {
         let nodes = Api::<Node>::all(client.clone());
-        nodes.patch(&a, &PatchParams::default(), &label("gpu.deckhouse.io/dcgm-paused")).await.unwrap();
+        nodes
+            .patch(&a, &PatchParams::default(), &label("gpu.deckhouse.io/dcgm-paused"))
+            .await
+            .unwrap();
         refused(
-            nodes.patch(&b, &PatchParams::default(), &label("gpu.deckhouse.io/dcgm-paused")).await,
+            nodes
+                .patch(&b, &PatchParams::default(), &label("gpu.deckhouse.io/dcgm-paused"))
+                .await,
             "labelling another node",
             "may not change Node",
         );
         refused(
-            nodes.patch(&a, &PatchParams::default(), &label("node-role.kubernetes.io/control-plane")).await,
+            nodes
+                .patch(
+                    &a,
+                    &PatchParams::default(),
+                    &label("node-role.kubernetes.io/control-plane"),
+                )
+                .await,
             "a label outside gpu.deckhouse.io/",
             "only the gpu.deckhouse.io/ labels",
         );

@@ -185,14 +185,18 @@ async fn two_mps_shares_fill_a_card_and_a_third_waits() {
 /// Waits until the scheduler gives up on `pod` for now; returns its message.
 async fn unschedulable(node: &PluginNode, pod: &str) -> String {
     let pods = node.s.ns.api::<Pod>();
-    wait_until(&format!("{pod} to be unschedulable"), Duration::from_secs(60), || async {
-        let message = scheduling_message(&pods.get(pod).await?);
-        Ok(if message.starts_with("Unschedulable") {
-            Progress::Done(message)
-        } else {
-            Progress::Pending(message)
-        })
-    })
+    wait_until(
+        &format!("{pod} to be unschedulable"),
+        Duration::from_secs(60),
+        || async {
+            let message = scheduling_message(&pods.get(pod).await?);
+            Ok(if message.starts_with("Unschedulable") {
+                Progress::Done(message)
+            } else {
+                Progress::Pending(message)
+            })
+        },
+    )
     .await
     .unwrap()
 }
@@ -213,11 +217,13 @@ async fn a_whole_card_pod_waits_while_shares_hold_the_card_and_runs_once_they_le
     share_of(&node, "share").await;
     wait_until("the whole card's offer withheld", Duration::from_secs(30), || async {
         let offered = node.offered().await;
-        Ok(if offered.contains(&"gpu0".to_owned()) || offered.iter().any(|d| d.contains("-mig-")) {
-            Progress::Pending(format!("{offered:?}"))
-        } else {
-            Progress::Done(())
-        })
+        Ok(
+            if offered.contains(&"gpu0".to_owned()) || offered.iter().any(|d| d.contains("-mig-")) {
+                Progress::Pending(format!("{offered:?}"))
+            } else {
+                Progress::Done(())
+            },
+        )
     })
     .await
     .unwrap();
@@ -229,7 +235,10 @@ async fn a_whole_card_pod_waits_while_shares_hold_the_card_and_runs_once_they_le
     let message = unschedulable(&node, "whole").await;
     assert!(node.kubelet.prepared(ns.name(), "whole").is_none(), "{message}");
     let whole_pod = pods.get("whole").await.unwrap();
-    assert!(whole_pod.spec.unwrap().node_name.is_none(), "not bound while the share runs");
+    assert!(
+        whole_pod.spec.unwrap().node_name.is_none(),
+        "not bound while the share runs"
+    );
 
     pods.delete("share", &DeleteParams::default()).await.unwrap();
     node.wait_pod_gone("share").await;

@@ -157,7 +157,11 @@ async fn vfio_outside_a_class_that_allows_it_is_refused_for_the_annotation_and_t
     node.wait_pod_gone("vm").await;
     let config = json!({"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"});
     one_request_template(ns, "claim-asks", json!({"deviceClassName": whole}), Some(config)).await;
-    create(&ns.api::<Pod>(), &vm_pod("launcher", node.s.node.name(), "claim-asks", false)).await;
+    create(
+        &ns.api::<Pod>(),
+        &vm_pod("launcher", node.s.node.name(), "claim-asks", false),
+    )
+    .await;
     let message = node.wait_prepare_failure_on(Some("launcher")).await;
     assert!(message.contains("the claim's VfioDeviceConfig"), "{message}");
     assert_eq!(driver_of(&node, A30).as_deref(), Some("nvidia"), "nothing moved");
@@ -182,7 +186,11 @@ async fn a_card_sharing_its_iommu_group_with_a_network_card_is_refused_naming_th
     );
     assert!(node.kubelet.prepared(ns.name(), "vm").is_none());
     assert_eq!(driver_of(&node, A30).as_deref(), Some("nvidia"), "the card stays");
-    assert_eq!(driver_of(&node, NIC).as_deref(), Some("igb"), "the network card keeps its driver");
+    assert_eq!(
+        driver_of(&node, NIC).as_deref(),
+        Some("igb"),
+        "the network card keeps its driver"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

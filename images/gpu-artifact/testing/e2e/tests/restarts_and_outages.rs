@@ -61,7 +61,9 @@ impl Bed {
         wait_ready(port, &agent).await;
         let dir = ws.dir.path().join("nvml");
         std::fs::create_dir_all(&dir).unwrap();
-        let mock = mock_nvml::test_support::MockInstall::new(&dir, &mock_nvml::test_support::machine_fixture("a30.yaml")).unwrap();
+        let mock =
+            mock_nvml::test_support::MockInstall::new(&dir, &mock_nvml::test_support::machine_fixture("a30.yaml"))
+                .unwrap();
         let kubelet = KubeletSim::start(
             client_through(ns.cluster().config(), proxy.port),
             node.name(),
@@ -104,14 +106,24 @@ impl Bed {
         ];
         if !faults.is_empty() {
             env.push(("GPU_HANDLER_FAULT_POINT", faults.to_owned()));
-            env.push(("GPU_HANDLER_FAULT_REACHED", ws.dir.path().join("fault-reached").display().to_string()));
+            env.push((
+                "GPU_HANDLER_FAULT_REACHED",
+                ws.dir.path().join("fault-reached").display().to_string(),
+            ));
         }
         start_handler_with(ws, node, kubeconfig, &mock.library_path(), &env).0
     }
 
     fn restart_handler(&mut self, faults: &str) {
         self.handler.kill();
-        self.handler = Self::handler(&self.ws, self.node.name(), &self.handler_kubeconfig, &self.mock, &self.tools, faults);
+        self.handler = Self::handler(
+            &self.ws,
+            self.node.name(),
+            &self.handler_kubeconfig,
+            &self.mock,
+            &self.tools,
+            faults,
+        );
     }
 
     fn admin(&self) -> Client {
@@ -141,7 +153,11 @@ impl Bed {
         let patch = json!({"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "PhysicalGPU",
             "metadata": {"name": self.gpu_name()}, "status": {"conditions": [condition]}});
         Api::<PhysicalGPU>::all(self.admin())
-            .patch_status(&self.gpu_name(), &PatchParams::apply("gpu-controller").force(), &Patch::Apply(&patch))
+            .patch_status(
+                &self.gpu_name(),
+                &PatchParams::apply("gpu-controller").force(),
+                &Patch::Apply(&patch),
+            )
             .await
             .unwrap();
     }
@@ -160,8 +176,14 @@ impl Bed {
     }
 
     fn checkpoint(&self) -> serde_json::Value {
-        let path = self.ws.host_root().join("var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json");
-        std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+        let path = self
+            .ws
+            .host_root()
+            .join("var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json");
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
     }
 
     fn mig_instances(&self) -> usize {
@@ -184,7 +206,11 @@ impl Bed {
     /// Nothing duplicated or lost: one PhysicalGPU for the card, each device once across the node's
     /// slices, and exactly the prepared Pods' claims in the checkpoint, each once with its instance.
     async fn assert_consistent(&self, pods: &[&str]) {
-        assert_eq!(gpus_of(&self.admin(), self.node.name()).await, vec![self.gpu_name()], "one PhysicalGPU");
+        assert_eq!(
+            gpus_of(&self.admin(), self.node.name()).await,
+            vec![self.gpu_name()],
+            "one PhysicalGPU"
+        );
         let offered = self.offered().await;
         let unique: BTreeSet<&String> = offered.iter().collect();
         assert_eq!(unique.len(), offered.len(), "a device published twice: {offered:?}");
@@ -201,7 +227,11 @@ impl Bed {
             .map(|c| c.keys().cloned().collect())
             .unwrap_or_default();
         assert_eq!(recorded, wanted, "the checkpoint holds exactly the prepared claims");
-        assert_eq!(self.mig_instances(), wanted.len(), "one MIG instance per prepared claim");
+        assert_eq!(
+            self.mig_instances(),
+            wanted.len(),
+            "one MIG instance per prepared claim"
+        );
     }
 }
 
@@ -233,8 +263,12 @@ async fn probe(bed: &Bed, back: Instant, pod: &str, resync: &mut Resync) {
     bed.set_driver_ready().await;
     // gpu-handler: a Node label that switches MIG offers off is followed, and back on.
     let nodes = Api::<Node>::all(bed.admin());
-    let label = |value: Option<&str>| Patch::Merge(json!({"metadata": {"labels": {"gpu.deckhouse.io/allow-mig": value}}}));
-    nodes.patch(bed.node.name(), &PatchParams::default(), &label(Some("false"))).await.unwrap();
+    let label =
+        |value: Option<&str>| Patch::Merge(json!({"metadata": {"labels": {"gpu.deckhouse.io/allow-mig": value}}}));
+    nodes
+        .patch(bed.node.name(), &PatchParams::default(), &label(Some("false")))
+        .await
+        .unwrap();
     let handler = resync_time("the handler follows the Node's labels", back, || async {
         let offered = bed.offered().await;
         Ok(if offered.iter().any(|d| d.contains("-mig-")) {
@@ -245,7 +279,10 @@ async fn probe(bed: &Bed, back: Instant, pod: &str, resync: &mut Resync) {
     })
     .await;
     resync.seconds.insert("handler", handler);
-    nodes.patch(bed.node.name(), &PatchParams::default(), &label(None)).await.unwrap();
+    nodes
+        .patch(bed.node.name(), &PatchParams::default(), &label(None))
+        .await
+        .unwrap();
     // Scheduler, kubelet and handler: a new Pod is prepared.
     let ns = bed.ns.name().to_owned();
     create(&bed.ns.api::<Pod>(), &templated_pod(pod, bed.node.name(), "mig")).await;
@@ -265,7 +302,10 @@ async fn probe(bed: &Bed, back: Instant, pod: &str, resync: &mut Resync) {
 async fn api_back(client: &Client) -> Instant {
     wait_until("the API server back", Duration::from_secs(60), || async {
         Ok(match client.apiserver_version().await {
-            Ok(_) => match Api::<Node>::all(client.clone()).list(&ListParams::default().limit(1)).await {
+            Ok(_) => match Api::<Node>::all(client.clone())
+                .list(&ListParams::default().limit(1))
+                .await
+            {
                 Ok(_) => Progress::Done(()),
                 Err(e) => Progress::Pending(e.to_string()),
             },
@@ -280,11 +320,16 @@ async fn api_back(client: &Client) -> Instant {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_lost() {
     let shared = TestCluster::get().await.unwrap();
-    let version = if shared.server_minor().await.unwrap() <= 34 { "1.34" } else { "latest" };
+    let version = if shared.server_minor().await.unwrap() <= 34 {
+        "1.34"
+    } else {
+        "latest"
+    };
     let cluster = TestCluster::private(version, "outages").await.unwrap();
     let mut bed = Bed::start(cluster.clone()).await;
     let ns = bed.ns.name().to_owned();
-    let expression = r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].migProfile == "1g.6gb""#;
+    let expression =
+        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].migProfile == "1g.6gb""#;
     let class = device_class(&bed.ns, "mig", expression, None);
     create(&Api::<DeviceClass>::all(bed.admin()), &class).await;
     one_request_template(&bed.ns, "mig", json!({"deviceClassName": class.metadata.name}), None).await;
@@ -293,15 +338,23 @@ async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_l
     let mut table = Vec::new();
     let mut pods = vec!["steady"];
 
-    for (outage, component) in [("kube-apiserver killed and restarted", "kube-apiserver"), ("etcd killed and restarted", "etcd")] {
+    for (outage, component) in [
+        ("kube-apiserver killed and restarted", "kube-apiserver"),
+        ("etcd killed and restarted", "etcd"),
+    ] {
         // Load: a Pod created just before the outage, prepared across it.
         let loaded: &'static str = if component == "etcd" { "load-etcd" } else { "load-api" };
         create(&bed.ns.api::<Pod>(), &templated_pod(loaded, bed.node.name(), "mig")).await;
         cluster.restart(component, Duration::from_secs(2)).unwrap();
         let back = api_back(&bed.admin()).await;
-        let mut resync = Resync { outage, ..Resync::default() };
+        let mut resync = Resync {
+            outage,
+            ..Resync::default()
+        };
         bed.prepared_within(loaded, Duration::from_secs(30)).await;
-        resync.seconds.insert("Pod created before prepared", back.elapsed().as_secs_f64());
+        resync
+            .seconds
+            .insert("Pod created before prepared", back.elapsed().as_secs_f64());
         let probe_pod: &'static str = if component == "etcd" { "probe-etcd" } else { "probe-api" };
         probe(&bed, back, probe_pod, &mut resync).await;
         for pod in [loaded, probe_pod] {
@@ -314,10 +367,17 @@ async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_l
     // Every watch and connection of the node's components dropped at once.
     let dropped = bed.proxy.cut();
     let back = Instant::now();
-    let mut resync = Resync { outage: "every watch and connection dropped", ..Resync::default() };
+    let mut resync = Resync {
+        outage: "every watch and connection dropped",
+        ..Resync::default()
+    };
     probe(&bed, back, "probe-watch", &mut resync).await;
     resync.seconds.insert("connections cut", dropped as f64);
-    bed.ns.api::<Pod>().delete("probe-watch", &DeleteParams::default()).await.unwrap();
+    bed.ns
+        .api::<Pod>()
+        .delete("probe-watch", &DeleteParams::default())
+        .await
+        .unwrap();
     table.push(resync);
 
     // gpu-handler killed while the kubelet calls it: stopped holding the node lock with a second
@@ -328,18 +388,27 @@ async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_l
     }
     let marker = bed.ws.dir.path().join("fault-reached");
     wait_until("the handler inside a prepare", Duration::from_secs(90), || async {
-        Ok(if marker.exists() { Progress::Done(()) } else { Progress::Pending(String::new()) })
+        Ok(if marker.exists() {
+            Progress::Done(())
+        } else {
+            Progress::Pending(String::new())
+        })
     })
     .await
     .unwrap();
     bed.restart_handler("");
     let back = Instant::now();
-    let mut resync = Resync { outage: "gpu-handler killed during kubelet calls", ..Resync::default() };
+    let mut resync = Resync {
+        outage: "gpu-handler killed during kubelet calls",
+        ..Resync::default()
+    };
     for pod in ["during-a", "during-b"] {
         let left = RESYNC_DEADLINE.saturating_sub(back.elapsed());
         bed.prepared_within(pod, left).await;
     }
-    resync.seconds.insert("both Pods prepared", back.elapsed().as_secs_f64());
+    resync
+        .seconds
+        .insert("both Pods prepared", back.elapsed().as_secs_f64());
     pods.extend(["during-a", "during-b"]);
     bed.assert_consistent(&pods).await;
     table.push(resync);
@@ -350,12 +419,19 @@ async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_l
     }
     wait_until("the MIG Pods gone", Duration::from_secs(60), || async {
         let left = bed.ns.api::<Pod>().list(&ListParams::default()).await?.items.len();
-        Ok(if left == 0 { Progress::Done(()) } else { Progress::Pending(format!("{left} Pods")) })
+        Ok(if left == 0 {
+            Progress::Done(())
+        } else {
+            Progress::Pending(format!("{left} Pods"))
+        })
     })
     .await
     .unwrap();
     let mps_label = Patch::Merge(json!({"metadata": {"labels": {"gpu.deckhouse.io/allow-mps": "true"}}}));
-    Api::<Node>::all(bed.admin()).patch(bed.node.name(), &PatchParams::default(), &mps_label).await.unwrap();
+    Api::<Node>::all(bed.admin())
+        .patch(bed.node.name(), &PatchParams::default(), &mps_label)
+        .await
+        .unwrap();
     let mps = r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].sharing == "MPS""#;
     let class = device_class(&bed.ns, "mps", mps, None);
     create(&Api::<DeviceClass>::all(bed.admin()), &class).await;
@@ -364,13 +440,19 @@ async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_l
     create(&bed.ns.api::<Pod>(), &templated_pod("share", bed.node.name(), "mps")).await;
     bed.prepared_within("share", Duration::from_secs(60)).await;
     let uuid = "GPU-010a3000-0000-4000-8000-a30000000001";
-    for (outage, with_handler) in [("MPS control daemon killed", false), ("MPS daemon and gpu-handler killed", true)] {
+    for (outage, with_handler) in [
+        ("MPS control daemon killed", false),
+        ("MPS daemon and gpu-handler killed", true),
+    ] {
         let killed = bed.tools.kill_mps_daemon(uuid).expect("a running daemon");
         if with_handler {
             bed.restart_handler("");
         }
         let back = Instant::now();
-        let mut resync = Resync { outage, ..Resync::default() };
+        let mut resync = Resync {
+            outage,
+            ..Resync::default()
+        };
         let tools = &bed.tools;
         let seconds = resync_time("the MPS daemon running again", back, || async {
             Ok(match tools.mps_daemon_pid(uuid) {
@@ -382,7 +464,10 @@ async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_l
         resync.seconds.insert("daemon back", seconds);
         table.push(resync);
     }
-    let events = Api::<Event>::namespaced(bed.admin(), "default").list(&ListParams::default()).await.unwrap();
+    let events = Api::<Event>::namespaced(bed.admin(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
     let told = events.items.iter().any(|e| {
         e.reason.as_deref() == Some("MpsDaemonRestarted")
             && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(bed.node.name())

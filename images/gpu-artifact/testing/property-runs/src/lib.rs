@@ -32,8 +32,12 @@ pub fn cases() -> u32 {
 
 /// Runs `property` over `inputs`; panics with the shrunk failing input (and keeps it as a seed).
 /// `source_file` is the caller's `file!()`: the seeds live beside it.
-pub fn check<S>(name: &str, source_file: &'static str, inputs: S, property: impl Fn(S::Value) -> Result<(), TestCaseError>)
-where
+pub fn check<S>(
+    name: &str,
+    source_file: &'static str,
+    inputs: S,
+    property: impl Fn(S::Value) -> Result<(), TestCaseError>,
+) where
     S: Strategy,
     S::Value: Debug,
 {

@@ -151,7 +151,11 @@ impl TestNamespace {
     /// A token of ServiceAccount `account` (made by [`Self::client_as`]) bound to Pod `pod` of this
     /// namespace, as the kubelet mounts one into a Pod: the API server records the Pod's node in the
     /// token, and requests with it carry `authentication.kubernetes.io/node-name`.
-    pub async fn client_bound_to_pod(&self, account: &str, pod: &k8s_openapi::api::core::v1::Pod) -> anyhow::Result<Client> {
+    pub async fn client_bound_to_pod(
+        &self,
+        account: &str,
+        pod: &k8s_openapi::api::core::v1::Pod,
+    ) -> anyhow::Result<Client> {
         let accounts = Api::<ServiceAccount>::namespaced(self.client(), self.name());
         let request = TokenRequest {
             spec: TokenRequestSpec {

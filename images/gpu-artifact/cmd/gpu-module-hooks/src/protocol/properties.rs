@@ -10,8 +10,21 @@ use serde_json::{Map, Value, json};
 use super::HookInput;
 
 const WORDS: &[&str] = &[
-    "snapshots", "filterResult", "gpus", "node", "vendor", "driverReady", "True", "False", "10de", "binding",
-    "type", "Synchronization", "objects", "{}", "",
+    "snapshots",
+    "filterResult",
+    "gpus",
+    "node",
+    "vendor",
+    "driverReady",
+    "True",
+    "False",
+    "10de",
+    "binding",
+    "type",
+    "Synchronization",
+    "objects",
+    "{}",
+    "",
 ];
 
 fn json() -> impl Strategy<Value = Value> {
@@ -45,8 +58,11 @@ fn contexts() -> impl Strategy<Value = Value> {
 
 #[test]
 fn property_any_binding_context_is_read_or_refused_and_the_hook_keeps_to_its_values() {
-    check("hook binding contexts", file!(), (contexts(), json()), |(contexts, values)| {
-        match HookInput::from_parts(&contexts, values) {
+    check(
+        "hook binding contexts",
+        file!(),
+        (contexts(), json()),
+        |(contexts, values)| match HookInput::from_parts(&contexts, values) {
             Err(error) => ensure(contexts.as_array().is_none() && !error.to_string().is_empty(), || {
                 format!("refused an array: {error}")
             }),
@@ -54,10 +70,14 @@ fn property_any_binding_context_is_read_or_refused_and_the_hook_keeps_to_its_val
                 let output = crate::hooks::bootstrap_nodes_for_properties(&input);
                 for operation in &output.values_patch {
                     let path = operation["path"].as_str().unwrap_or_default();
-                    ensure(path.starts_with("/gpu/"), || format!("a patch outside the module's values: {path}"))?;
+                    ensure(path.starts_with("/gpu/"), || {
+                        format!("a patch outside the module's values: {path}")
+                    })?;
                 }
-                ensure(output.kubernetes_patch.is_empty(), || "the bootstrap hook writes no objects".into())
+                ensure(output.kubernetes_patch.is_empty(), || {
+                    "the bootstrap hook writes no objects".into()
+                })
             }
-        }
-    });
+        },
+    );
 }

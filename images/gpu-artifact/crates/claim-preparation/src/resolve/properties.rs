@@ -18,7 +18,9 @@ const DRIVER: &str = "gpu.deckhouse.io";
 const POOL: &str = "gpus/node-a";
 
 fn catalog() -> DeviceCatalog {
-    let pci = "0000:01:00.0".parse().unwrap_or_else(|_| unreachable!("a valid address"));
+    let pci = "0000:01:00.0"
+        .parse()
+        .unwrap_or_else(|_| unreachable!("a valid address"));
     DeviceCatalog::from([
         (
             "gpu0".to_owned(),
@@ -65,13 +67,18 @@ fn result() -> impl Strategy<Value = Value> {
 fn config() -> impl Strategy<Value = Value> {
     let kinds = pick(&["GpuConfig", "VfioDeviceConfig", "MigDeviceConfig"]);
     let strategies = pick(&["TimeSlicing", "MPS", "Exclusive"]);
-    (pick(&["FromClass", "FromClaim"]), kinds, proptest::option::of(strategies)).prop_map(|(source, kind, strategy)| {
-        let mut parameters = json!({"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": kind});
-        if let Some(strategy) = strategy {
-            parameters["sharing"] = json!({"strategy": strategy});
-        }
-        json!({"source": source, "opaque": {"driver": DRIVER, "parameters": parameters}})
-    })
+    (
+        pick(&["FromClass", "FromClaim"]),
+        kinds,
+        proptest::option::of(strategies),
+    )
+        .prop_map(|(source, kind, strategy)| {
+            let mut parameters = json!({"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": kind});
+            if let Some(strategy) = strategy {
+                parameters["sharing"] = json!({"strategy": strategy});
+            }
+            json!({"source": source, "opaque": {"driver": DRIVER, "parameters": parameters}})
+        })
 }
 
 fn claim() -> impl Strategy<Value = (ResourceClaim, bool)> {
@@ -101,10 +108,15 @@ fn property_any_claim_resolves_to_offered_devices_or_is_refused_naming_it() {
         uid: "uid-1".into(),
     };
     let catalog = catalog();
-    check("claim resolution", file!(), claim(), |(claim, same_uid)| {
-        match resolve_devices(&asked, &claim, DRIVER, POOL, &catalog) {
+    check(
+        "claim resolution",
+        file!(),
+        claim(),
+        |(claim, same_uid)| match resolve_devices(&asked, &claim, DRIVER, POOL, &catalog) {
             Ok(devices) => {
-                ensure(same_uid && !devices.is_empty(), || "resolved a replaced or empty claim".into())?;
+                ensure(same_uid && !devices.is_empty(), || {
+                    "resolved a replaced or empty claim".into()
+                })?;
                 for device in devices {
                     ensure(device.pool == POOL && catalog.contains_key(&device.device), || {
                         format!("resolved {} of {}", device.device, device.pool)
@@ -112,7 +124,9 @@ fn property_any_claim_resolves_to_offered_devices_or_is_refused_naming_it() {
                 }
                 Ok(())
             }
-            Err(error) => ensure(error.to_string().contains("default/train"), || format!("names no claim: {error}")),
-        }
-    });
+            Err(error) => ensure(error.to_string().contains("default/train"), || {
+                format!("names no claim: {error}")
+            }),
+        },
+    );
 }

@@ -93,7 +93,10 @@ mod tests {
         ];
         let split = split_group(&card, group);
         let foreign: Vec<&str> = split.foreign.iter().map(|f| f.address.as_str()).collect();
-        assert_eq!(foreign, ["0000:02:00.0", "0000:01:00.1", "0000:01:00.2", "0000:03:00.1"]);
+        assert_eq!(
+            foreign,
+            ["0000:02:00.0", "0000:01:00.1", "0000:01:00.2", "0000:03:00.1"]
+        );
         assert_eq!(split.own.len(), 1);
     }
 }

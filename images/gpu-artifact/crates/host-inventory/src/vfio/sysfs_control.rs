@@ -105,20 +105,18 @@ fn unbind(root: &HostRoot, address: &str, timeout: Duration) -> Result<(), VfioE
 fn write_control(path: &Path, value: &str, timeout: Duration) -> Result<(), VfioError> {
     let (done, outcome) = mpsc::channel();
     let (target, content) = (path.to_owned(), value.to_owned());
-    let spawned = thread::Builder::new()
-        .name("sysfs-write".into())
-        .spawn(move || {
-            let written = OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(&target)
-                .map_err(VfioError::io("open", &target))
-                .and_then(|mut file| {
-                    file.write_all(content.as_bytes())
-                        .map_err(VfioError::io("write", &target))
-                });
-            let _ = done.send(written);
-        });
+    let spawned = thread::Builder::new().name("sysfs-write".into()).spawn(move || {
+        let written = OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&target)
+            .map_err(VfioError::io("open", &target))
+            .and_then(|mut file| {
+                file.write_all(content.as_bytes())
+                    .map_err(VfioError::io("write", &target))
+            });
+        let _ = done.send(written);
+    });
     if let Err(source) = spawned {
         return Err(VfioError::io("start a writer thread for", path)(source));
     }

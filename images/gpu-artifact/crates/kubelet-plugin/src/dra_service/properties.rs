@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use kubelet_plugin_api::dra_v1 as v1;
-use prost::Message;
 use property_runs::proptest;
 use property_runs::proptest::prelude::*;
 use property_runs::{check, ensure};
+use prost::Message;
 
 use super::{DraApi, DraService};
 use crate::preparer::{ClaimPreparer, ClaimRef, PreparedDevice};
@@ -26,15 +26,27 @@ const KEPT: &str = "0f3a1c2e-6b7d-4e5f-8a9b-0c1d2e3f4a5b";
 
 impl ClaimPreparer for Node {
     async fn prepare(&self, claim: ClaimRef) -> Result<Vec<PreparedDevice>, String> {
-        self.reached.lock().unwrap_or_else(|p| p.into_inner()).push(claim.clone());
-        self.prepared.lock().unwrap_or_else(|p| p.into_inner()).insert(claim.uid);
+        self.reached
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(claim.clone());
+        self.prepared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(claim.uid);
         Ok(Vec::new())
     }
 
     async fn unprepare(&self, claim: ClaimRef) -> Result<(), String> {
-        self.reached.lock().unwrap_or_else(|p| p.into_inner()).push(claim.clone());
+        self.reached
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(claim.clone());
         if claim.uid != KEPT {
-            self.prepared.lock().unwrap_or_else(|p| p.into_inner()).remove(&claim.uid);
+            self.prepared
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&claim.uid);
         }
         Ok(())
     }
@@ -69,46 +81,57 @@ fn property_any_kubelet_request_is_answered_per_claim_and_loses_nothing() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap_or_else(|error| panic!("a runtime: {error}"));
-    check("kubelet requests", file!(), (request(), any::<bool>()), |(bytes, prepare)| {
-        let Ok(decoded) = v1::NodePrepareResourcesRequest::decode(bytes.as_slice()) else {
-            // Refused by the gRPC layer before any claim is looked at.
-            return Ok(());
-        };
-        let node = std::sync::Arc::new(Node {
-            prepared: Mutex::new(BTreeSet::from([KEPT.to_owned()])),
-            reached: Mutex::new(Vec::new()),
-        });
-        let service = DraService::new(std::sync::Arc::clone(&node));
-        let claims: Vec<ClaimRef> = decoded
-            .claims
-            .iter()
-            .map(|c| ClaimRef {
-                namespace: c.namespace.clone(),
-                name: c.name.clone(),
-                uid: c.uid.clone(),
-            })
-            .collect();
-        let answers: Vec<(String, Option<String>)> = runtime.block_on(async {
-            if prepare {
-                let outcomes = service.prepare(DraApi::V1, claims.clone()).await;
-                outcomes.into_iter().map(|(uid, o)| (uid, o.err())).collect()
-            } else {
-                let outcomes = service.unprepare(DraApi::V1, claims.clone()).await;
-                outcomes.into_iter().map(|(uid, o)| (uid, o.err())).collect()
+    check(
+        "kubelet requests",
+        file!(),
+        (request(), any::<bool>()),
+        |(bytes, prepare)| {
+            let Ok(decoded) = v1::NodePrepareResourcesRequest::decode(bytes.as_slice()) else {
+                // Refused by the gRPC layer before any claim is looked at.
+                return Ok(());
+            };
+            let node = std::sync::Arc::new(Node {
+                prepared: Mutex::new(BTreeSet::from([KEPT.to_owned()])),
+                reached: Mutex::new(Vec::new()),
+            });
+            let service = DraService::new(std::sync::Arc::clone(&node));
+            let claims: Vec<ClaimRef> = decoded
+                .claims
+                .iter()
+                .map(|c| ClaimRef {
+                    namespace: c.namespace.clone(),
+                    name: c.name.clone(),
+                    uid: c.uid.clone(),
+                })
+                .collect();
+            let answers: Vec<(String, Option<String>)> = runtime.block_on(async {
+                if prepare {
+                    let outcomes = service.prepare(DraApi::V1, claims.clone()).await;
+                    outcomes.into_iter().map(|(uid, o)| (uid, o.err())).collect()
+                } else {
+                    let outcomes = service.unprepare(DraApi::V1, claims.clone()).await;
+                    outcomes.into_iter().map(|(uid, o)| (uid, o.err())).collect()
+                }
+            });
+            let distinct: BTreeSet<&str> = claims.iter().map(|c| c.uid.as_str()).collect();
+            ensure(answers.len() == distinct.len(), || {
+                format!("{} answers for {} UIDs", answers.len(), distinct.len())
+            })?;
+            for (uid, error) in &answers {
+                if let Some(error) = error {
+                    ensure(error.contains("the request"), || format!("{uid:?}: {error}"))?;
+                }
             }
-        });
-        let distinct: BTreeSet<&str> = claims.iter().map(|c| c.uid.as_str()).collect();
-        ensure(answers.len() == distinct.len(), || format!("{} answers for {} UIDs", answers.len(), distinct.len()))?;
-        for (uid, error) in &answers {
-            if let Some(error) = error {
-                ensure(error.contains("the request"), || format!("{uid:?}: {error}"))?;
+            for reached in node.reached.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                ensure(super::bad_field(reached).is_none(), || {
+                    format!("{reached:?} reached the preparer")
+                })?;
+                ensure(!reached.uid.contains('/') && !reached.uid.contains(".."), || {
+                    format!("{reached:?}")
+                })?;
             }
-        }
-        for reached in node.reached.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            ensure(super::bad_field(reached).is_none(), || format!("{reached:?} reached the preparer"))?;
-            ensure(!reached.uid.contains('/') && !reached.uid.contains(".."), || format!("{reached:?}"))?;
-        }
-        let prepared = node.prepared.lock().unwrap_or_else(|p| p.into_inner());
-        ensure(prepared.contains(KEPT), || "the claim prepared before was lost".into())
-    });
+            let prepared = node.prepared.lock().unwrap_or_else(|p| p.into_inner());
+            ensure(prepared.contains(KEPT), || "the claim prepared before was lost".into())
+        },
+    );
 }

@@ -240,7 +240,10 @@ mod tests {
         )
         .unwrap();
         let error = store.load().unwrap_err().to_string();
-        assert!(error.contains("version 3 is not supported (this handler reads versions 1 to 2)"), "{error}");
+        assert!(
+            error.contains("version 3 is not supported (this handler reads versions 1 to 2)"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -40,7 +40,8 @@ impl PrepareStep for CreateDevices {
         let own_uid = run.request.claim.uid.clone();
         let cards: Vec<PciAddress> = run.mode_changed_on.drain(..).collect();
         for card in cards {
-            if let Err(error) = restore_if_unneeded(run.backend, run.store, &mut run.checkpoint, &card, Some(&own_uid)) {
+            if let Err(error) = restore_if_unneeded(run.backend, run.store, &mut run.checkpoint, &card, Some(&own_uid))
+            {
                 tracing::warn!(%card, %error, "cannot give the card its MIG mode back after a failed prepare; reconciliation will");
             }
         }
@@ -107,7 +108,12 @@ fn create_mig_device(
     placement: MigPlacement,
 ) -> Result<MigInstanceRecord, PrepareError> {
     let label = run.claim_label();
-    let name = run.request.devices.get(index).map(|d| d.device.clone()).unwrap_or_default();
+    let name = run
+        .request
+        .devices
+        .get(index)
+        .map(|d| d.device.clone())
+        .unwrap_or_default();
     let vendor = |source| PrepareError::Vendor {
         claim: label.clone(),
         device: name.clone(),
@@ -157,7 +163,10 @@ fn create_mig_device(
     }
     run.store.save(&run.checkpoint)?;
     fault_point("prepare/inside/create-devices/mig-create-recorded")?;
-    let instance = run.backend.create_mig_device(card, profile_id, placement).map_err(vendor)?;
+    let instance = run
+        .backend
+        .create_mig_device(card, profile_id, placement)
+        .map_err(vendor)?;
     fault_point("prepare/inside/create-devices/mig-device-made")?;
     let (Some(compute_instance_id), Some(uuid)) = (instance.compute_instance_id, instance.uuid) else {
         let _ = run.backend.destroy_mig_device(card, instance.gpu_instance_id);

@@ -122,11 +122,16 @@ pub fn run_case(mode: Mode, point: &str) -> Outcome {
     let node = mode.node();
     let (operation, faults) = if point.starts_with("prepare/undo/") {
         // Every undo runs when the last step's fault point fails.
-        ("prepare", format!("prepare/after/record-prepare-completed=fail,{point}"))
+        (
+            "prepare",
+            format!("prepare/after/record-prepare-completed=fail,{point}"),
+        )
     } else if point.starts_with("prepare/") {
         ("prepare", point.to_owned())
     } else if point.starts_with("unprepare/") {
-        node.preparer.prepare(&mode.request()).expect("the claim prepares before its unprepare");
+        node.preparer
+            .prepare(&mode.request())
+            .expect("the claim prepares before its unprepare");
         ("unprepare", point.to_owned())
     } else {
         // Rollback and reconciliation need a prepare a crash left half-done: every side effect
@@ -142,7 +147,9 @@ pub fn run_case(mode: Mode, point: &str) -> Outcome {
     let report = restarted.reconcile().expect("reconciliation after the restart");
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     if operation != "unprepare" {
-        let devices = restarted.prepare(&mode.request()).expect("the kubelet's retry prepares the claim");
+        let devices = restarted
+            .prepare(&mode.request())
+            .expect("the kubelet's retry prepares the claim");
         assert_prepared_once(&node, mode, &devices);
         let again = restarted.prepare(&mode.request()).expect("a repeated prepare");
         assert_eq!(again, devices, "a repeated prepare returns the same devices");

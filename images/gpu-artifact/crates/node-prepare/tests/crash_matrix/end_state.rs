@@ -25,9 +25,8 @@ fn files_in(dir: &std::path::Path) -> Vec<String> {
 }
 
 fn checkpoint_data(node: &Node) -> serde_json::Value {
-    serde_json::from_str::<serde_json::Value>(&node.checkpoint_text()).map_or(serde_json::Value::Null, |file| {
-        file["data"].clone()
-    })
+    serde_json::from_str::<serde_json::Value>(&node.checkpoint_text())
+        .map_or(serde_json::Value::Null, |file| file["data"].clone())
 }
 
 /// The claim prepared once: one completed record, one CDI spec, and exactly its mode's devices.
@@ -45,8 +44,15 @@ pub fn assert_prepared_once(node: &Node, mode: Mode, devices: &[PreparedDevice])
     let gpu = node.mock_gpu();
     match mode {
         Mode::Mig => {
-            assert_eq!(node.instance_starts(), [2], "one MIG instance, at the allocated placement");
-            let record = claims[UID].devices[0].mig_instance.clone().expect("the instance is recorded");
+            assert_eq!(
+                node.instance_starts(),
+                [2],
+                "one MIG instance, at the allocated placement"
+            );
+            let record = claims[UID].devices[0]
+                .mig_instance
+                .clone()
+                .expect("the instance is recorded");
             assert_eq!(gpu.gpu_instances[0].id, record.gpu_instance_id);
             assert!(gpu.mig_current);
         }
@@ -55,7 +61,11 @@ pub fn assert_prepared_once(node: &Node, mode: Mode, devices: &[PreparedDevice])
             assert!(!gpu.mig_current, "MIG off for a whole card");
         }
     }
-    assert_eq!(node.mps_daemon_running(A30_UUID), mode == Mode::Mps, "one MPS daemon for an MPS share");
+    assert_eq!(
+        node.mps_daemon_running(A30_UUID),
+        mode == Mode::Mps,
+        "one MPS daemon for an MPS share"
+    );
     if mode == Mode::TimeSlicing {
         assert_eq!(node.time_slice(A30_UUID), Some(3), "the share's time slice is set");
     }
@@ -63,7 +73,11 @@ pub fn assert_prepared_once(node: &Node, mode: Mode, devices: &[PreparedDevice])
         .iter()
         .map(|function| node.driver_of(function).as_deref() == Some("vfio-pci"))
         .collect();
-    assert_eq!(on_vfio, [mode == Mode::Vfio; 2], "only a VFIO claim's functions are on vfio-pci");
+    assert_eq!(
+        on_vfio,
+        [mode == Mode::Vfio; 2],
+        "only a VFIO claim's functions are on vfio-pci"
+    );
     let payloads = files_in(&config.plugin_dir.join("vfio"));
     assert_eq!(payloads.len(), usize::from(mode == Mode::Vfio), "{payloads:?}");
 }
@@ -81,12 +95,19 @@ pub fn assert_clean(node: &Node, mode: Mode) {
     assert!(data.get("migDisabledByNode").is_none(), "no MIG record left: {data}");
     let config = node.preparer.config();
     assert_eq!(files_in(&config.cdi_dir), Vec::<String>::new(), "no CDI spec");
-    assert_eq!(files_in(&config.plugin_dir.join("vfio")), Vec::<String>::new(), "no QEMU payload");
+    assert_eq!(
+        files_in(&config.plugin_dir.join("vfio")),
+        Vec::<String>::new(),
+        "no QEMU payload"
+    );
     let gpu = node.mock_gpu();
     assert!(gpu.gpu_instances.is_empty(), "no MIG instance: {:?}", gpu.gpu_instances);
     assert!(!gpu.mig_current && !gpu.mig_pending, "MIG mode off");
     assert!(!node.mps_daemon_running(A30_UUID), "no MPS daemon");
-    assert!(!config.plugin_dir.join("mps").join("0000:01:00.0").exists(), "no MPS directory");
+    assert!(
+        !config.plugin_dir.join("mps").join("0000:01:00.0").exists(),
+        "no MPS directory"
+    );
     assert!(
         matches!(node.time_slice(A30_UUID), None | Some(0)),
         "the time slice is back to Default: {:?}",

@@ -60,13 +60,22 @@ impl ApiProxy {
 pub fn api_port(kubeconfig: &Path) -> u16 {
     let text = std::fs::read_to_string(kubeconfig).unwrap();
     let start = text.find("https://127.0.0.1:").expect("a loopback server") + "https://127.0.0.1:".len();
-    text[start..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+    text[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
 }
 
 /// Points a component's kubeconfig at the proxy.
 pub fn through_proxy(kubeconfig: &Path, api: u16, proxy: u16) {
     let text = std::fs::read_to_string(kubeconfig).unwrap();
-    std::fs::write(kubeconfig, text.replace(&format!("127.0.0.1:{api}"), &format!("127.0.0.1:{proxy}"))).unwrap();
+    std::fs::write(
+        kubeconfig,
+        text.replace(&format!("127.0.0.1:{api}"), &format!("127.0.0.1:{proxy}")),
+    )
+    .unwrap();
 }
 
 /// An admin client through the proxy.
@@ -87,11 +96,21 @@ pub fn a30_host(root: &Path) -> (Arc<HostTree>, ToolStandIns) {
 
 /// PhysicalGPU names of `node`.
 pub async fn gpus_of(client: &Client, node: &str) -> Vec<String> {
-    let list = Api::<PhysicalGPU>::all(client.clone()).list(&Default::default()).await.unwrap();
+    let list = Api::<PhysicalGPU>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap();
     let mut names: Vec<String> = list
         .items
         .into_iter()
-        .filter(|gpu| gpu.metadata.labels.as_ref().and_then(|l| l.get("gpu.deckhouse.io/node")).map(String::as_str) == Some(node))
+        .filter(|gpu| {
+            gpu.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("gpu.deckhouse.io/node"))
+                .map(String::as_str)
+                == Some(node)
+        })
         .filter_map(|gpu| gpu.metadata.name)
         .collect();
     names.sort();
@@ -107,7 +126,11 @@ pub struct Resync {
 
 impl Resync {
     pub fn row(&self) -> String {
-        let cells: Vec<String> = self.seconds.iter().map(|(what, s)| format!("{what} {s:.1} s")).collect();
+        let cells: Vec<String> = self
+            .seconds
+            .iter()
+            .map(|(what, s)| format!("{what} {s:.1} s"))
+            .collect();
         format!("| {} | {} |", self.outage, cells.join(", "))
     }
 }

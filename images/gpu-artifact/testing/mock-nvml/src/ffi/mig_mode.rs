@@ -71,8 +71,7 @@ fn apply_mode(gpu: &mut GpuState, enable: bool) -> nvmlReturn_t {
     if gpu.mig_current == enable {
         return rc::SUCCESS;
     }
-    let busy =
-        !gpu.processes.is_empty() || !gpu.clients.is_empty() || (!enable && !gpu.gpu_instances.is_empty());
+    let busy = !gpu.processes.is_empty() || !gpu.clients.is_empty() || (!enable && !gpu.gpu_instances.is_empty());
     if busy {
         return rc::IN_USE;
     }

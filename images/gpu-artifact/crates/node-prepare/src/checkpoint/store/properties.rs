@@ -16,18 +16,28 @@ use crate::checkpoint::{CheckpointClaim, CheckpointData, CheckpointDevice, Claim
 use crate::error::PrepareError;
 
 fn store() -> CheckpointStore {
-    CheckpointStore::new("/plugin/checkpoint.json".into(), "/proc/sys/kernel/random/boot_id".into())
+    CheckpointStore::new(
+        "/plugin/checkpoint.json".into(),
+        "/proc/sys/kernel/random/boot_id".into(),
+    )
 }
 
 fn device() -> impl Strategy<Value = CheckpointDevice> {
-    (any::<String>(), 0u32..8, proptest::option::of((any::<u32>(), any::<u32>(), any::<String>())), any::<bool>())
+    (
+        any::<String>(),
+        0u32..8,
+        proptest::option::of((any::<u32>(), any::<u32>(), any::<String>())),
+        any::<bool>(),
+    )
         .prop_map(|(name, start, instance, attempted)| CheckpointDevice {
             request: "gpu".into(),
             pool: "gpus/w1".into(),
             device: name,
             share_id: None,
             target: OfferedDevice::Mig {
-                pci_address: "0000:01:00.0".parse().unwrap_or_else(|_| unreachable!("a valid address")),
+                pci_address: "0000:01:00.0"
+                    .parse()
+                    .unwrap_or_else(|_| unreachable!("a valid address")),
                 parent_uuid: "GPU-1".into(),
                 physical_gpu: "w1-0".into(),
                 profile_id: 5,
@@ -47,27 +57,39 @@ fn device() -> impl Strategy<Value = CheckpointDevice> {
 }
 
 fn data() -> impl Strategy<Value = CheckpointData> {
-    let claim = (any::<String>(), any::<bool>(), proptest::collection::vec(device(), 0..3)).prop_map(
-        |(name, completed, devices)| CheckpointClaim {
+    let claim = (
+        any::<String>(),
+        any::<bool>(),
+        proptest::collection::vec(device(), 0..3),
+    )
+        .prop_map(|(name, completed, devices)| CheckpointClaim {
             namespace: "ns".into(),
             name,
-            state: if completed { ClaimState::PrepareCompleted } else { ClaimState::PrepareStarted },
+            state: if completed {
+                ClaimState::PrepareCompleted
+            } else {
+                ClaimState::PrepareStarted
+            },
             devices,
-        },
-    );
-    (any::<String>(), proptest::collection::btree_map(any::<String>(), claim, 0..3)).prop_map(|(boot_id, claims)| {
-        CheckpointData {
+        });
+    (
+        any::<String>(),
+        proptest::collection::btree_map(any::<String>(), claim, 0..3),
+    )
+        .prop_map(|(boot_id, claims)| CheckpointData {
             boot_id,
             claims: claims.into_iter().collect::<BTreeMap<_, _>>(),
             ..CheckpointData::default()
-        }
-    })
+        })
 }
 
 /// The text `save` would write for `data` at `version`.
 fn file_text(data: &CheckpointData, version: u32) -> String {
     let json = serde_json::to_string(data).unwrap_or_default();
-    format!(r#"{{"version":{version},"checksum":"{}","data":{json}}}"#, checksum(&json))
+    format!(
+        r#"{{"version":{version},"checksum":"{}","data":{json}}}"#,
+        checksum(&json)
+    )
 }
 
 #[derive(Debug, Clone)]
@@ -113,11 +135,10 @@ fn property_any_checkpoint_file_reads_back_exactly_or_is_refused_as_corrupt() {
             Ok(read) => ensure(read.claims == data.claims && read.boot_id == data.boot_id, || {
                 format!("{text:?} read back as different data")
             }),
-            Err(PrepareError::CorruptCheckpoint { path, reason }) => {
-                ensure(path.ends_with("checkpoint.json") && !reason.is_empty() && text != original, || {
-                    format!("refused a good checkpoint or named nothing: {reason}")
-                })
-            }
+            Err(PrepareError::CorruptCheckpoint { path, reason }) => ensure(
+                path.ends_with("checkpoint.json") && !reason.is_empty() && text != original,
+                || format!("refused a good checkpoint or named nothing: {reason}"),
+            ),
             Err(other) => ensure(false, || format!("not a corrupt-checkpoint error: {other}")),
         }
     });
