@@ -162,8 +162,11 @@ fn property_any_sysfs_attribute_gives_a_gpu_or_a_warning_naming_the_file() {
         attribute(),
     );
     check("sysfs attributes", file!(), inputs, |(name, value)| {
-        host.write_file(format!("sys/{}/{name}", broken.devpath()), &value);
+        let file = format!("sys/{}/{name}", broken.devpath());
+        let original = std::fs::read(host.path(&file)).unwrap_or_default();
+        host.write_file(&file, &value);
         let scan = scan_gpus(&root, &GpuFilter::nvidia(), None);
+        host.write_file(&file, &original);
         let good = scan.gpus.iter().any(|gpu| gpu.address == "0000:02:00.0");
         let told = scan.gpus.iter().any(|gpu| gpu.address == "0000:01:00.0")
             || scan
@@ -172,7 +175,6 @@ fn property_any_sysfs_attribute_gives_a_gpu_or_a_warning_naming_the_file() {
                 .any(|w| w.path.to_string_lossy().contains("0000:01:00.0"))
             || name == "class"
             || name == "vendor";
-        host.place_device(&broken);
         ensure(good && told, || format!("{name}={value:?}: {:?}", scan))
     });
 }

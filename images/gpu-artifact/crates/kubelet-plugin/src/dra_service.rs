@@ -151,13 +151,17 @@ fn bad_field(claim: &ClaimRef) -> Option<String> {
 
 /// `namespace/name (uid)` with each part cut to 64 characters, so a huge field makes a short message.
 fn shown(claim: &ClaimRef) -> String {
+    // As written when it is a plain name (or empty), quoted otherwise, cut to 64 characters.
     let cut = |text: &str| -> String {
+        let plain = text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
         let mut chars = text.chars();
         let head: String = chars.by_ref().take(64).collect();
-        if chars.next().is_some() {
-            format!("{head:?}…")
-        } else {
-            format!("{head:?}")
+        match (plain, chars.next().is_some()) {
+            (true, false) => head,
+            (_, false) => format!("{head:?}"),
+            (_, true) => format!("{head:?}…"),
         }
     };
     format!("{}/{} ({})", cut(&claim.namespace), cut(&claim.name), cut(&claim.uid))
@@ -198,7 +202,7 @@ mod tests {
     fn a_claim_without_uid_is_named_in_the_error() {
         assert_eq!(
             bad_field(&claim("default", "train", "")).as_deref(),
-            Some("claim \"default\"/\"train\" (\"\"): the request has no uid")
+            Some("claim default/train (): the request has no uid")
         );
     }
 
