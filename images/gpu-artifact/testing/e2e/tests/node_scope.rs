@@ -166,16 +166,23 @@ async fn node_components_write_only_their_own_nodes_objects() {
         "deleting another node's slice",
         "may not write ResourceSlice",
     );
-    let mut moved = own.clone();
-    moved.spec.node_name = Some(b.clone());
-    moved.spec.pool.name = format!("gpus/{b}");
+    // (A slice cannot move to another node at all: nodeName and the pool are immutable.)
+    let relabel = Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}}));
     refused(
         slices
-            .replace(own.metadata.name.as_deref().unwrap(), &PostParams::default(), &moved)
+            .patch(
+                theirs.metadata.name.as_deref().unwrap(),
+                &PatchParams::default(),
+                &relabel,
+            )
             .await,
-        "moving its slice to another node",
+        "changing another node's slice",
         "may not write ResourceSlice",
     );
+    slices
+        .patch(own.metadata.name.as_deref().unwrap(), &PatchParams::default(), &relabel)
+        .await
+        .unwrap();
     slices
         .delete(own.metadata.name.as_deref().unwrap(), &DeleteParams::default())
         .await
