@@ -139,7 +139,8 @@ impl NodeClaims {
         self.node.warn(MPS_DAEMON_RESTARTED, "SuperviseMps", note).await;
     }
 
-    /// Every `interval`, starts again the MPS daemons that prepared shares need and that died.
+    /// Every `interval`, starts again the MPS daemons that prepared shares need and that died, and
+    /// refreshes the cards' holdings (MIG instances made or removed behind the node's back).
     /// Runs until the task is dropped; skips a round while the library is not loaded or the node
     /// is busy (the node lock is not waited for).
     pub async fn supervise_mps(&self, interval: Duration) {
@@ -149,6 +150,10 @@ impl NodeClaims {
                 continue;
             }
             let Ok(preparer) = self.preparer() else { continue };
+            // Instances an admin makes or removes between prepares change what may be offered.
+            if let Ok(reader) = self.preparer() {
+                self.read_back(reader).await;
+            }
             match tokio::task::spawn_blocking(move || preparer.supervise_mps()).await {
                 Ok(Ok(restarted)) => self.tell_mps_restarted(&restarted).await,
                 Ok(Err(PrepareError::LockTimeout { .. })) => {}
@@ -180,12 +185,28 @@ impl NodeClaims {
         })
         .await
         .map_err(|panic| ClaimFailure::new(FailureReason::TaskFailed, format!("the prepare task failed: {panic}")))?;
+        self.read_back(preparer).await;
+        outcome
+    }
+
+    /// Sets the checkpoint metrics and the cards' holdings (what publication withholds) from what
+    /// the node holds now: its checkpoint, and the MIG instances no claim of it records.
+    async fn read_back(&self, preparer: NodePreparer) {
         let _serial = self.checkpoint_reads.lock().await;
-        match tokio::task::spawn_blocking(move || preparer.prepared_claims()).await {
-            Ok(Ok(claims)) => {
+        let read = tokio::task::spawn_blocking(move || {
+            let claims = preparer.prepared_claims()?;
+            let foreign = preparer.foreign_mig_placements().unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot list the MIG instances no claim records; offering as if there were none");
+                Vec::new()
+            });
+            Ok::<_, PrepareError>((claims, foreign))
+        })
+        .await;
+        match read {
+            Ok(Ok((claims, foreign))) => {
                 self.metrics.set_checkpoint(&claims);
                 self.metrics.set_checkpoint_corrupt(false);
-                let holdings = card_holdings(&claims);
+                let holdings = card_holdings(&claims, &foreign);
                 self.links.holdings.send_if_modified(|current| {
                     let changed = *current != holdings;
                     *current = holdings;
@@ -196,7 +217,6 @@ impl NodeClaims {
             Ok(Err(error)) => tracing::warn!(%error, "the checkpoint metrics keep their last values"),
             Err(panic) => tracing::warn!(%panic, "the checkpoint metrics keep their last values"),
         }
-        outcome
     }
 
     /// A corrupt checkpoint stops every prepare and unprepare on the node: its own gauge (and

@@ -8,6 +8,10 @@
 //! - a card held by shares of one strategy offers only that strategy's shared offer;
 //! - a card held whole or partitioned (an exclusive allocation, MIG devices) offers no shared offer.
 //!
+//! MIG instances the node did not make (an admin's, or a lost checkpoint's: it never destroys them)
+//! take their memory slices and the whole card: their overlapping placements, the whole card and
+//! its shares are not published either.
+//!
 //! The counters stay the rule for everything else, and the node's refusal stays the safety net
 //! for an allocation made before the offers changed. Withheld offers stay in the catalog, so such
 //! an allocation still resolves and is refused with the real reason.
@@ -15,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use gpu_api::opaque_config::SharingStrategy;
-use gpu_vendor::PciAddress;
+use gpu_vendor::{MigPlacement, PciAddress};
 
 use crate::catalog::OfferedDevice;
 
@@ -28,12 +32,31 @@ pub enum CardHolding {
     Whole,
 }
 
-/// Holdings by card; a card not listed is free.
-pub type CardHoldings = BTreeMap<PciAddress, CardHolding>;
+/// How the node's cards are held; a card in neither map is free.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CardHoldings {
+    /// Cards held by the node's claims.
+    pub held: BTreeMap<PciAddress, CardHolding>,
+    /// Placements of MIG instances no claim of the node records, by card.
+    pub foreign_mig: BTreeMap<PciAddress, Vec<MigPlacement>>,
+}
+
+impl CardHoldings {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
 
 /// Whether `offered` is left out of the published slices while its card is held as `holdings` say.
 pub fn withheld(offered: &OfferedDevice, holdings: &CardHoldings) -> bool {
-    let Some(holding) = holdings.get(offered.pci_address()) else {
+    let card = offered.pci_address();
+    if let Some(foreign) = holdings.foreign_mig.get(card).filter(|f| !f.is_empty()) {
+        return match offered {
+            OfferedDevice::Mig { placement, .. } => foreign.iter().any(|f| f.overlaps(placement)),
+            OfferedDevice::Physical { .. } | OfferedDevice::SharedPhysical { .. } => true,
+        };
+    }
+    let Some(holding) = holdings.held.get(card) else {
         return false;
     };
     match (holding, offered) {
@@ -86,7 +109,10 @@ mod tests {
     }
 
     fn published(holding: Option<CardHolding>) -> Vec<&'static str> {
-        let holdings: CardHoldings = holding.map(|h| (card(), h)).into_iter().collect();
+        let holdings = CardHoldings {
+            held: holding.map(|h| (card(), h)).into_iter().collect(),
+            ..CardHoldings::default()
+        };
         offers()
             .into_iter()
             .filter(|(_, offered)| !withheld(offered, &holdings))
@@ -106,6 +132,29 @@ mod tests {
             published(Some(CardHolding::Shared(SharingStrategy::TimeSlicing))),
             ["timeslicing"]
         );
+    }
+
+    #[test]
+    fn an_instance_the_node_did_not_make_takes_its_slices_and_the_whole_card() {
+        let mut holdings = CardHoldings::new();
+        holdings
+            .foreign_mig
+            .insert(card(), vec![MigPlacement { start: 0, size: 2 }]);
+        let left: Vec<&str> = offers()
+            .into_iter()
+            .filter(|(_, offered)| !withheld(offered, &holdings))
+            .map(|(name, _)| name)
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        holdings
+            .foreign_mig
+            .insert(card(), vec![MigPlacement { start: 2, size: 2 }]);
+        let left: Vec<&str> = offers()
+            .into_iter()
+            .filter(|(_, offered)| !withheld(offered, &holdings))
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(left, ["mig"], "a placement beside it stays offered");
     }
 
     #[test]

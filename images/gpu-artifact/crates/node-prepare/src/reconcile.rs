@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 use dra_offers::OfferedDevice;
-use gpu_vendor::PciAddress;
+use gpu_vendor::{MigInstance, MigPlacement, PciAddress, VendorBackend, VendorError};
 
 use crate::card_mode::restore_if_unneeded;
 use crate::checkpoint::{CheckpointData, ClaimState};
@@ -141,26 +141,7 @@ impl NodePreparer {
         if restore_if_unneeded(backend, &self.store, data, card, None)? {
             report.cards_mig_restored += 1;
         }
-        // Instances are known by GPU instance id and placement: ids are reused after a destroy, a
-        // placement is not shared while recorded.
-        let recorded: BTreeSet<(u32, u32, u32)> = data
-            .devices_on_card(card)
-            .filter_map(|(_, _, device)| match (&device.target, &device.mig_instance) {
-                (OfferedDevice::Mig { placement, .. }, Some(record)) => {
-                    Some((record.gpu_instance_id, placement.start, placement.size))
-                }
-                _ => None,
-            })
-            .collect();
-        for instance in backend.mig_instances(card).map_err(card_error)? {
-            let key = (
-                instance.gpu_instance_id,
-                instance.placement.start,
-                instance.placement.size,
-            );
-            if recorded.contains(&key) {
-                continue;
-            }
+        for instance in foreign_instances(backend, card, data).map_err(card_error)? {
             let described = format!(
                 "{card}: {} (GPU instance {}, memory slices {}..{})",
                 instance.profile_name,
@@ -173,4 +154,66 @@ impl NodePreparer {
         }
         Ok(())
     }
+}
+
+impl NodePreparer {
+    /// The placements of MIG instances on the node's cards that no claim of the checkpoint records,
+    /// for publication to withhold what they take. Read without the node lock: a prepare in flight
+    /// shows its instance as recorded or not yet made, either way correct enough for offers.
+    pub fn foreign_mig_placements(&self) -> Result<Vec<(PciAddress, MigPlacement)>, PrepareError> {
+        let data = self.store.load()?.data;
+        let backend = self.backend.as_ref();
+        let mut placements = Vec::new();
+        for card in backend.devices().map_err(|source| PrepareError::Card {
+            card: "*".into(),
+            source,
+        })? {
+            let card_error = |source| PrepareError::Card {
+                card: card.to_string(),
+                source,
+            };
+            if backend.mig_mode(&card).map_err(card_error)?.is_none() {
+                continue;
+            }
+            for instance in foreign_instances(backend, &card, &data).map_err(card_error)? {
+                placements.push((card, instance.placement));
+            }
+        }
+        Ok(placements)
+    }
+}
+
+/// The MIG instances of `card` no claim of `data` records. Instances are known by GPU instance id
+/// and placement: ids are reused after a destroy, a placement is not shared while recorded. An
+/// instance of a claim still `PrepareStarted` whose creation was attempted at that placement is
+/// its own, not foreign.
+fn foreign_instances(
+    backend: &dyn VendorBackend,
+    card: &PciAddress,
+    data: &CheckpointData,
+) -> Result<Vec<MigInstance>, VendorError> {
+    let mut recorded_ids = BTreeSet::new();
+    let mut attempted = BTreeSet::new();
+    for (_, _, device) in data.devices_on_card(card) {
+        let OfferedDevice::Mig {
+            placement, profile_id, ..
+        } = &device.target
+        else {
+            continue;
+        };
+        if let Some(record) = &device.mig_instance {
+            recorded_ids.insert((record.gpu_instance_id, placement.start, placement.size));
+        } else if device.mig_create_attempted {
+            attempted.insert((*profile_id, placement.start, placement.size));
+        }
+    }
+    Ok(backend
+        .mig_instances(card)?
+        .into_iter()
+        .filter(|instance| {
+            let (start, size) = (instance.placement.start, instance.placement.size);
+            !recorded_ids.contains(&(instance.gpu_instance_id, start, size))
+                && !attempted.contains(&(instance.profile_id, start, size))
+        })
+        .collect())
 }

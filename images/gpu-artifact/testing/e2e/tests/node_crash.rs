@@ -98,7 +98,10 @@ impl CrashNode {
                 r#"device.attributes["gpu.deckhouse.io"].deviceType == "Physical" && device.attributes["gpu.deckhouse.io"].sharing == "Exclusive""#,
                 None,
             ),
-            Mode::Mig => (r#"device.attributes["gpu.deckhouse.io"].migProfile == "2g.12gb""#, None),
+            Mode::Mig => (
+                r#"device.attributes["gpu.deckhouse.io"].deviceType == "MIG" && device.attributes["gpu.deckhouse.io"].migProfile == "2g.12gb""#,
+                None,
+            ),
             Mode::Mps => (r#"device.attributes["gpu.deckhouse.io"].sharing == "MPS""#, Some(50)),
             Mode::TimeSlicing => (
                 r#"device.attributes["gpu.deckhouse.io"].sharing == "TimeSlicing""#,

@@ -35,7 +35,7 @@ const PAUSED: &str = "gpu.deckhouse.io/dcgm-paused";
 async fn mig_template(node: &PluginNode, profile: &str) {
     let ns = &node.s.ns;
     let expression = format!(
-        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].migProfile == "{profile}""#
+        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "MIG" && device.attributes["gpu.deckhouse.io"].migProfile == "{profile}""#
     );
     let class = device_class(ns, "mig", &expression, None);
     create(&Api::<DeviceClass>::all(ns.client()), &class).await;

@@ -183,7 +183,7 @@ async fn mig_pods_share_a_card_at_separate_placements_and_the_whole_card_waits()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_killed_mid_prepare_leaks_nothing_and_the_retry_completes() {
-    let fault = [("GPU_HANDLER_FAULT_POINT", "after-devices-created".to_owned())];
+    let fault = [("GPU_HANDLER_FAULT_POINT", "prepare/after/create-devices".to_owned())];
     let mut node = PluginNode::start("plugin-crash", NamedHost::A30Pcie, &fault).await;
     let ns = &node.s.ns;
     let mig = device_class(

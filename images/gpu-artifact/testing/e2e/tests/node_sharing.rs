@@ -243,10 +243,20 @@ async fn a_whole_card_pod_waits_while_shares_hold_the_card_and_runs_once_they_le
     pods.delete("share", &DeleteParams::default()).await.unwrap();
     node.wait_pod_gone("share").await;
     node.wait_prepared("whole").await;
-    assert!(
-        !node.offered().await.contains(&"gpu0-mps".to_owned()),
-        "while the card is held whole its shared offer is withheld"
-    );
+    wait_until(
+        "the shared offer withheld while the card is held whole",
+        Duration::from_secs(30),
+        || async {
+            let offered = node.offered().await;
+            Ok(if offered.contains(&"gpu0-mps".to_owned()) {
+                Progress::Pending(format!("{offered:?}"))
+            } else {
+                Progress::Done(())
+            })
+        },
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -263,6 +273,17 @@ async fn timeslicing_and_mps_never_share_a_card() {
     let pods = ns.api::<Pod>();
     create(&pods, &templated_pod("mps", node.s.node.name(), "mps")).await;
     node.wait_prepared("mps").await;
+    // The offer follows the prepare; an allocation made in between would be refused by the node.
+    wait_until("the TimeSlicing offer withheld", Duration::from_secs(30), || async {
+        let offered = node.offered().await;
+        Ok(if offered.contains(&"gpu0-timeslicing".to_owned()) {
+            Progress::Pending(format!("{offered:?}"))
+        } else {
+            Progress::Done(())
+        })
+    })
+    .await
+    .unwrap();
     create(&pods, &templated_pod("slicing", node.s.node.name(), "slicing")).await;
     // While MPS shares hold the card, its TimeSlicing offer is not published, so every scheduler
     // (1.34 misses committed shares in the counters) leaves the Pod unschedulable.

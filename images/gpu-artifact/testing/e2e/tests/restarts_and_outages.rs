@@ -328,8 +328,7 @@ async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_l
     let cluster = TestCluster::private(version, "outages").await.unwrap();
     let mut bed = Bed::start(cluster.clone()).await;
     let ns = bed.ns.name().to_owned();
-    let expression =
-        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].migProfile == "1g.6gb""#;
+    let expression = r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "MIG" && device.attributes["gpu.deckhouse.io"].migProfile == "1g.6gb""#;
     let class = device_class(&bed.ns, "mig", expression, None);
     create(&Api::<DeviceClass>::all(bed.admin()), &class).await;
     one_request_template(&bed.ns, "mig", json!({"deviceClassName": class.metadata.name}), None).await;
