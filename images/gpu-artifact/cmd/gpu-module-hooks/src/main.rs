@@ -5,6 +5,9 @@
 //! Built static so addon-operator may run it chrooted: in werf with
 //! `RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --target x86_64-unknown-linux-gnu`.
 
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 mod certificates;
 mod hooks;
 mod protocol;

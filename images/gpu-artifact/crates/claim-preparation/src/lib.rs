@@ -11,6 +11,9 @@
 //!
 //! It never decides placement (the allocation says where) and never touches a card itself.
 
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 mod events;
 mod failure;
 mod holdings;

@@ -7,6 +7,9 @@
 //! labels), the handler (capabilities, NVIDIA state, `HardwareHealthy`) and the controller
 //! (`DriverReady`).
 
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 pub mod crd;
 pub mod labels;
 mod nvidia;

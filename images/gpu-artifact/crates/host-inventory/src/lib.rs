@@ -12,6 +12,9 @@
 //! asked), or touch a host path other than through [`HostRoot`]. It returns
 //! plain data; what becomes a `PhysicalGPU` is the agent's business.
 
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 mod bare_metal;
 mod gpu_filter;
 mod gpu_scan;

@@ -160,11 +160,14 @@ pub(crate) fn spec(claim_uid: &str, devices: &[CdiDevice], claim_edits: Option<&
             })
         })
         .collect();
-    let mut spec = json!({ "cdiVersion": CDI_VERSION, "kind": CDI_KIND, "devices": devices });
+    let mut spec = serde_json::Map::new();
+    spec.insert("cdiVersion".into(), json!(CDI_VERSION));
+    spec.insert("kind".into(), json!(CDI_KIND));
+    spec.insert("devices".into(), Value::Array(devices));
     if let Some(edits) = claim_edits {
-        spec["containerEdits"] = edits.to_json();
+        spec.insert("containerEdits".into(), edits.to_json());
     }
-    spec
+    Value::Object(spec)
 }
 
 #[cfg(test)]

@@ -55,6 +55,9 @@
 //! Kubernetes API (the caller resolves claims and Pods) nor change a card's
 //! mode, sharing or driver without a claim asking for it (invariant 4).
 
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 mod atomic_file;
 mod bounded_vendor;
 mod card_mode;

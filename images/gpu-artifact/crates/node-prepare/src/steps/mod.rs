@@ -134,7 +134,7 @@ pub(crate) fn run_steps(
         let undo_to = if ran.is_ok() { index + 1 } else { index };
         if let Err(error) = ran.and_then(|()| fault_point(&format!("prepare/after/{}", step.id()))) {
             tracing::warn!(claim = %run.claim_label(), step = step.name(), %error, "prepare failed; undoing");
-            undo_steps(&steps[..undo_to], run);
+            undo_steps(steps.get(..undo_to).unwrap_or(steps), run);
             return Err(error);
         }
         if let Some(devices) = run.outcome.take() {
