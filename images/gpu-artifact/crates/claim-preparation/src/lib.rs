@@ -9,10 +9,14 @@
 //! have changed, and the offers follow the status. Every call is counted and timed, with a bounded
 //! failure reason, and the checkpoint it leaves sets the prepared-claim metrics ([`ClaimMetrics`]).
 //!
+//! Where the API server defines it (1.36+), a prepared claim also gets KEP-5304 device metadata
+//! ([`metadata`]): the PCI address KubeVirt reads, mounted into its containers.
+//!
 //! It never decides placement (the allocation says where) and never touches a card itself.
 
 mod events;
 mod failure;
+mod metadata;
 mod metrics;
 mod node_claims;
 mod pods;

@@ -7,6 +7,12 @@ pub const VENDOR: &str = "gpu.deckhouse.io/vendor";
 /// On a PhysicalGPU: the normalised model, e.g. `a30-pcie`.
 pub const DEVICE: &str = "gpu.deckhouse.io/device";
 
+/// On a DeviceClass: who allocates Pods of the class, `BestFit` (gpu-dra-controller behind the
+/// scheduling gate `gpu.deckhouse.io/allocation`) or `FirstFit` (the kube-scheduler alone).
+/// gpu-controller renders it from `GPUClass.spec.allocationPolicy`; an admin may set it on a
+/// hand-written DeviceClass. Absent means BestFit.
+pub const ALLOCATION_POLICY_ANNOTATION: &str = "gpu.deckhouse.io/allocation-policy";
+
 /// Node labels written by the node agent.
 pub const NODE_OS_ID: &str = "gpu.deckhouse.io/os.id";
 pub const NODE_OS_VERSION: &str = "gpu.deckhouse.io/os.version";
