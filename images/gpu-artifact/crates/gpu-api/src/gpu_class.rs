@@ -73,13 +73,17 @@ pub struct GPUClassSpec {
     pub selector: Option<PhysicalGpuSelector>,
     /// Only these PhysicalGPUs (by name), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self.all(n, n.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$') && n.size() <= 253)").message("every name must be a PhysicalGPU name (a DNS subdomain)"))]
     #[schemars(length(max = 256))]
+    #[schemars(extend("items" = {"type": "string", "maxLength": 253, "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"}))]
     pub names: Option<Vec<String>>,
     /// The extended resource Pods ask for (`resources.limits`), `gpu.deckhouse.io/<name>` when
     /// absent. One name belongs to one class: a second class asking for it is not Ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$') && !self.contains('kubernetes.io/') && !self.startsWith('requests.')").message("must be an extended resource name <domain>/<name> outside kubernetes.io, the name at most 63 characters"))]
+    #[schemars(length(max = 317))]
+    #[schemars(regex(
+        pattern = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$"
+    ))]
+    #[x_kube(validation = Rule::new("!self.contains('kubernetes.io/') && !self.startsWith('requests.')").message("must be an extended resource name outside kubernetes.io"))]
     pub extended_resource_name: Option<String>,
     /// `BestFit` (default): Pods of this class wait behind the scheduling gate
     /// `gpu.deckhouse.io/allocation` until gpu-dra-controller allocates them best fit (fewest MIG
@@ -139,7 +143,7 @@ pub struct Requirements {
     /// At least this much memory per device, e.g. `40Gi`. MIG profiles are smaller than their
     /// names say (an A30's `2g.12gb` has 11968Mi, less than 12Gi).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("isQuantity(string(self)) && quantity(string(self)).sign() > 0").message("must be a positive quantity such as 24Gi"))]
+    #[x_kube(validation = Rule::new("isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))").message("must be a positive quantity such as 24Gi"))]
     pub min_memory: Option<Quantity>,
     /// At least this CUDA compute capability, `<major>.<minor>`, e.g. `8.0`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
