@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 """Writes docs/CONFIGURATION(.ru).md from openapi/config-values.yaml (+ doc-ru-) and docs/CR(.ru).md
 from crds/*.yaml (+ doc-ru-*). With --check, fails when a page on disk differs from what it would write."""
 import json

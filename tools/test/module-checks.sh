@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Checks of the module package that need no cluster: promtool on the Prometheus rules, dashboards
 # parse and query only metrics that exist, and the generated docs pages are current.
 # Prints "N passed, N failed".

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # `make test`: lint, unit tests, then the e2e suite against the real control plane of each
 # Kubernetes version. Ends with one line "N passed, N failed" summing every cargo test binary.
 set -uo pipefail

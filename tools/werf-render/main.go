@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 // werf-render renders the module's werf.yaml as werf would and checks the image graph it describes,
 // because werf itself needs a container registry and so never runs in `make test`. It only reads the
 // repository; it never builds, pulls or pushes anything.

@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // The self-test on the repository's own build files: a copy of werf.yaml, build/ and images/*/
