@@ -25,11 +25,14 @@ else nodes of role control-plane or system, else any node) and its "any-node" to
 {{- end -}}
 
 {{- /* Node affinity of a node component placed by the bootstrap node lists. With an empty list it
-renders a selector no node matches, so the DaemonSet exists but runs nowhere.
-Usage: {{ include "gpu.bootstrapAffinity" (list . "gpuHandler") }} */ -}}
+renders a selector no node matches, so the DaemonSet exists but runs nowhere. With a third argument
+true the node must also have CDI on in its container runtime (label gpu.deckhouse.io/cdi=true, set by
+the NodeGroupConfiguration gpu-detect-cdi.sh): gpu-handler hands GPUs to containers only through CDI.
+Usage: {{ include "gpu.bootstrapAffinity" (list . "gpuHandler" true) }} */ -}}
 {{- define "gpu.bootstrapAffinity" -}}
 {{- $ctx := index . 0 -}}
 {{- $nodes := dig (index . 1) "nodes" list $ctx.Values.gpu.internal.bootstrap -}}
+{{- $needsCDI := and (gt (len .) 2) (index . 2) -}}
 affinity:
   nodeAffinity:
     requiredDuringSchedulingIgnoredDuringExecution:
@@ -42,6 +45,11 @@ affinity:
         {{- else }}
         - key: gpu.deckhouse.io/no-nodes
           operator: Exists
+        {{- end }}
+        {{- if $needsCDI }}
+        - key: gpu.deckhouse.io/cdi
+          operator: In
+          values: ["true"]
         {{- end }}
         {{- include "gpu.gpuNodeExpressions" $ctx | nindent 8 }}
 {{- end -}}

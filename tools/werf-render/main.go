@@ -57,6 +57,7 @@ func checkRepo(opts options) (summary string, problems []string, err error) {
 	}
 	problems = append(problems, incFileProblems(dirs, r.included)...)
 	problems = append(problems, mountPointProblems(opts.root, dirs, graph)...)
+	problems = append(problems, stageDependencyProblems(opts.root, graph)...)
 	mode := "loose giterminism"
 	if g != nil {
 		problems = append(problems, envProblems(r.deniedEnv)...)

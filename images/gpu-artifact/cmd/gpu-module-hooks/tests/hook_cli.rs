@@ -7,8 +7,8 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_gpu-module-hooks");
-const BOOTSTRAP_NODES: &str = "3";
-const TLS_CERTIFICATES: &str = "2";
+const BOOTSTRAP_NODES: &str = "2";
+const TLS_CERTIFICATES: &str = "1";
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -49,7 +49,7 @@ fn list_works_with_an_empty_environment_and_matches_config() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("Found 4 items:\n"), "{text}");
-    assert!(text.contains("3 - bootstrap-nodes"), "{text}");
+    assert!(text.contains("2 - bootstrap-nodes"), "{text}");
 
     let out = Command::new(BINARY).args(["hook", "config"]).output().unwrap();
     let config: Value = serde_json::from_slice(&out.stdout).expect("hook config prints only JSON");
@@ -58,20 +58,21 @@ fn list_works_with_an_empty_environment_and_matches_config() {
     let names: Vec<&str> = hooks.iter().map(|h| h["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        [
-            "ensure-crds",
-            "feature-discovery",
-            "tls-certificates",
-            "bootstrap-nodes"
-        ]
+        ["feature-gates", "tls-certificates", "bootstrap-nodes", "cleanup-on-disable"]
     );
-    assert_eq!(hooks[0]["onStartup"], 5);
-    let gpus = &hooks[3]["kubernetes"][0];
-    assert_eq!(
-        (gpus["kind"].as_str(), gpus["executeHookOnEvent"].as_bool()),
-        (Some("PhysicalGPU"), Some(true))
-    );
-    assert_eq!(hooks[2]["kubernetes"][0]["executeHookOnEvent"], false);
+    // No hook installs CRDs (addon-operator installs crds/) or runs at startup.
+    assert!(hooks.iter().all(|h| h.get("onStartup").is_none()), "{config}");
+    assert_eq!(hooks[0]["beforeHelm"], 1);
+    assert_eq!(hooks[3]["afterDeleteHelm"], 10);
+    let bindings: Vec<(&str, bool)> = hooks[2]["kubernetes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["kind"].as_str().unwrap(), b["executeHookOnEvent"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(bindings, [("PhysicalGPU", true), ("Node", true)]);
+    assert_eq!(hooks[1]["kubernetes"][0]["executeHookOnEvent"], false);
+    assert_eq!(config["readiness"]["schedule"][0]["crontab"], "*/15 * * * * *");
 }
 
 #[test]
