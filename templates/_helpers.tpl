@@ -11,7 +11,7 @@ dedicated.deckhouse.io taint, cluster-autoscaler taints, the cluster's customTol
 still joining or under pressure ("with-uninitialized"), plus the module's `tolerations` setting for GPU
 taints such as nvidia.com/gpu (lib-helm reads the module's list only for its system-like strategies). */ -}}
 {{- define "gpu.nodeTolerations" -}}
-{{- include "helm_lib_tolerations" (tuple . "any-node" "with-uninitialized") }}
+{{- include "helm_lib_tolerations" (tuple . "any-node" "with-uninitialized") | trim }}
 {{- with .Values.gpu.tolerations }}
 {{ toYaml . }}
 {{- end }}
@@ -20,8 +20,9 @@ taints such as nvidia.com/gpu (lib-helm reads the module's list only for its sys
 {{- /* Placement of the cluster-wide controllers: lib-helm's "master" node selector (control-plane nodes,
 else nodes of role control-plane or system, else any node) and its "any-node" tolerations. */ -}}
 {{- define "gpu.controlPlanePlacement" -}}
-{{- include "helm_lib_node_selector" (tuple . "master") }}
-{{- include "helm_lib_tolerations" (tuple . "any-node") }}
+{{- with include "helm_lib_node_selector" (tuple . "master") | trim }}{{ . }}
+{{ end -}}
+{{ include "helm_lib_tolerations" (tuple . "any-node") | trim }}
 {{- end -}}
 
 {{- /* Node affinity of a node component placed by the bootstrap node lists. With an empty list it

@@ -93,7 +93,13 @@ mod tests {
     #[test]
     fn an_event_is_named_for_its_object_and_reason_and_dated_now() {
         let now = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
-        let event = warning_event(&Regarding::node("worker-a"), "CDIDisabled", "CDIDisabled", "no CDI", now);
+        let event = warning_event(
+            &Regarding::node("worker-a"),
+            "CDIDisabled",
+            "CDIDisabled",
+            "no CDI",
+            now,
+        );
         assert_eq!(event["metadata"]["name"], "node.worker-a.cdidisabled");
         assert_eq!(event["involvedObject"]["kind"], "Node");
         assert_eq!(event["lastTimestamp"], "2027-01-15T08:00:00Z");

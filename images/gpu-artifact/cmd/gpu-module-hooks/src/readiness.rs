@@ -5,9 +5,9 @@
 
 use anyhow::Context;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::Client;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -32,7 +32,10 @@ pub async fn run(input: HookInput, module: &str) -> anyhow::Result<HookOutput> {
     let client = Client::try_default().await?;
     let gvk = GroupVersionKind::gvk("deckhouse.io", "v1alpha1", "Module");
     let modules: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
-    let object = modules.get(module).await.with_context(|| format!("GET Module {module}"))?;
+    let object = modules
+        .get(module)
+        .await
+        .with_context(|| format!("GET Module {module}"))?;
     let probe = probe(&client).await?;
     let mut output = HookOutput::default();
     if let Some(patch) = status_patch(&object.data, probe, &missing_gates(&input), OffsetDateTime::now_utc()) {
@@ -48,19 +51,35 @@ pub async fn run(input: HookInput, module: &str) -> anyhow::Result<HookOutput> {
 async fn probe(client: &Client) -> anyhow::Result<Result<(), String>> {
     let by_module = ListParams::default().labels("module=gpu");
     let mut missing = Vec::new();
-    for deployment in Api::<Deployment>::namespaced(client.clone(), NAMESPACE).list(&by_module).await? {
+    for deployment in Api::<Deployment>::namespaced(client.clone(), NAMESPACE)
+        .list(&by_module)
+        .await?
+    {
         let available = deployment.status.and_then(|s| s.available_replicas).unwrap_or(0);
         if available == 0 {
-            missing.push(format!("Deployment {} has no available replica", deployment.metadata.name.unwrap_or_default()));
+            missing.push(format!(
+                "Deployment {} has no available replica",
+                deployment.metadata.name.unwrap_or_default()
+            ));
         }
     }
-    for daemon_set in Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE).list(&by_module).await? {
+    for daemon_set in Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE)
+        .list(&by_module)
+        .await?
+    {
         let status = daemon_set.status.unwrap_or_default();
         if status.desired_number_scheduled > 0 && status.number_available.unwrap_or(0) == 0 {
-            missing.push(format!("DaemonSet {} has no available Pod", daemon_set.metadata.name.unwrap_or_default()));
+            missing.push(format!(
+                "DaemonSet {} has no available Pod",
+                daemon_set.metadata.name.unwrap_or_default()
+            ));
         }
     }
-    Ok(if missing.is_empty() { Ok(()) } else { Err(missing.join("; ")) })
+    Ok(if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(missing.join("; "))
+    })
 }
 
 /// The gates `internal.kubernetes.missingFeatureGates` names, each with what is lost without it.
@@ -94,7 +113,11 @@ pub fn status_patch(
     let (status, reason, message) = match probe {
         Err(failure) => ("False", "ReadinessProbeFailed", failure),
         Ok(()) if missing_gates.is_empty() => ("True", "", String::new()),
-        Ok(()) => ("True", "FeatureGatesOff", format!("feature gates off: {}", missing_gates.join("; "))),
+        Ok(()) => (
+            "True",
+            "FeatureGatesOff",
+            format!("feature gates off: {}", missing_gates.join("; ")),
+        ),
     };
     let mut conditions: Vec<Value> = module["status"]["conditions"].as_array().cloned().unwrap_or_default();
     let index = match conditions.iter().position(|c| c["type"] == CONDITION) {
@@ -157,7 +180,10 @@ mod tests {
         )
         .unwrap();
         let condition = &failing["status"]["conditions"][0];
-        assert_eq!((condition["status"].as_str(), failing["status"]["phase"].as_str()), (Some("False"), Some("Reconciling")));
+        assert_eq!(
+            (condition["status"].as_str(), failing["status"]["phase"].as_str()),
+            (Some("False"), Some("Reconciling"))
+        );
         assert_eq!(condition["reason"], "ReadinessProbeFailed");
         assert_ne!(condition["lastTransitionTime"], "then");
 
@@ -171,6 +197,14 @@ mod tests {
 
     #[test]
     fn a_module_being_installed_is_left_alone() {
-        assert!(status_patch(&module("Downloading", json!([])), Ok(()), &[], OffsetDateTime::UNIX_EPOCH).is_none());
+        assert!(
+            status_patch(
+                &module("Downloading", json!([])),
+                Ok(()),
+                &[],
+                OffsetDateTime::UNIX_EPOCH
+            )
+            .is_none()
+        );
     }
 }

@@ -242,7 +242,13 @@ fn own_images_pre_create_exactly_the_paths_they_mount() {
             }
         }
     }
-    for dir in ["gpu-handler", "gpu-controller", "nvidia-dcgm", "nvidia-dcgm-exporter", "nvidia-validator"] {
+    for dir in [
+        "gpu-handler",
+        "gpu-controller",
+        "nvidia-dcgm",
+        "nvidia-dcgm-exporter",
+        "nvidia-validator",
+    ] {
         assert!(mounted.contains_key(dir), "{dir} in {mounted:?}");
     }
     for (dir, paths) in &mounted {
@@ -317,11 +323,22 @@ fn every_fixture_file_is_a_tested_state_and_renders() {
     let dir = repo_root().join("tools/test/module-fixtures");
     let files: BTreeSet<String> = std::fs::read_dir(&dir)
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".yaml").to_owned())
+        .map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".yaml")
+                .to_owned()
+        })
         .filter(|name| name != "global")
         .collect();
     let tested: BTreeSet<String> = STATES.iter().flat_map(|s| s.iter().map(|f| f.to_string())).collect();
-    assert_eq!(files, tested, "fixture files of {} against the tested states", dir.display());
+    assert_eq!(
+        files,
+        tested,
+        "fixture files of {} against the tested states",
+        dir.display()
+    );
     for states in STATES {
         let objects = render_chart(states);
         assert!(of_kind(&objects, "DaemonSet").count() >= 5, "{states:?}");
@@ -341,12 +358,24 @@ fn node_components_stay_off_node_manager_gpus_and_the_handler_off_nodes_without_
     let objects = render_chart(&["driver-ready"]);
     let node_manager = json!({"key": "node.deckhouse.io/gpu", "operator": "DoesNotExist"});
     let cdi = json!({"key": "gpu.deckhouse.io/cdi", "operator": "In", "values": ["true"]});
-    for name in ["gpu-node-agent", "gpu-driver-validator", "gpu-handler", "gpu-dcgm", "gpu-dcgm-exporter"] {
+    for name in [
+        "gpu-node-agent",
+        "gpu-driver-validator",
+        "gpu-handler",
+        "gpu-dcgm",
+        "gpu-dcgm-exporter",
+    ] {
         let expressions = node_expressions(&objects, name);
         assert!(expressions.contains(&node_manager), "{name}: {expressions:?}");
-        assert_eq!(expressions.contains(&cdi), name == "gpu-handler", "{name}: {expressions:?}");
+        assert_eq!(
+            expressions.contains(&cdi),
+            name == "gpu-handler",
+            "{name}: {expressions:?}"
+        );
         // lib-helm's any-node tolerations: tainted GPU NodeGroups (dedicated.deckhouse.io) are not skipped.
-        let tolerations = daemonset(&objects, name)["spec"]["template"]["spec"]["tolerations"].as_array().unwrap();
+        let tolerations = daemonset(&objects, name)["spec"]["template"]["spec"]["tolerations"]
+            .as_array()
+            .unwrap();
         assert!(
             tolerations.contains(&json!({"key": "dedicated.deckhouse.io", "operator": "Exists"})),
             "{name}: {tolerations:?}"
@@ -364,7 +393,10 @@ fn controllers_fall_back_to_system_nodes_without_control_plane_nodes() {
         let objects = render_chart(states);
         deployment(&objects, "gpu-controller").unwrap()["spec"]["template"]["spec"]["nodeSelector"].clone()
     };
-    assert_eq!(selector(&["driver-ready"]), json!({"node-role.kubernetes.io/control-plane": ""}));
+    assert_eq!(
+        selector(&["driver-ready"]),
+        json!({"node-role.kubernetes.io/control-plane": ""})
+    );
     assert_eq!(
         selector(&["driver-ready", "managed-control-plane"]),
         json!({"node-role.deckhouse.io/system": ""})
@@ -384,7 +416,10 @@ fn dashboards_and_rules_come_from_lib_helm() {
     let rules: BTreeSet<&str> = of_kind(&objects, "PrometheusRule")
         .map(|r| r["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert!(rules.contains("gpu-configuration") && rules.contains("gpu-dra"), "{rules:?}");
+    assert!(
+        rules.contains("gpu-configuration") && rules.contains("gpu-dra"),
+        "{rules:?}"
+    );
 }
 
 #[tokio::test]
@@ -428,4 +463,33 @@ async fn the_api_server_accepts_every_rendered_object() {
         not_served,
         NOT_SERVED_BY_THE_TEST_BED.iter().map(|k| k.to_string()).collect()
     );
+}
+
+/// addon-operator turns `x-required-for-helm` into JSON Schema `required`, a presence check made after
+/// defaults are applied: on a field with a default it never holds Helm back. Every field it names has
+/// none, and it names at least the serving certificate.
+#[test]
+fn every_field_required_for_helm_has_no_default() {
+    fn walk(schema: &Value, path: &str, found: &mut Vec<String>) {
+        if let Some(required) = schema["x-required-for-helm"].as_array() {
+            for field in required {
+                let field = field.as_str().unwrap();
+                let property = &schema["properties"][field];
+                assert!(property.is_object(), "{path}.{field} is not a property");
+                assert!(
+                    property.get("default").is_none(),
+                    "{path}.{field} has a default, so x-required-for-helm does nothing"
+                );
+                found.push(format!("{path}.{field}"));
+            }
+        }
+        for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+            walk(property, &format!("{path}.{name}"), found);
+        }
+    }
+    let values: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(repo_root().join("openapi/values.yaml")).unwrap()).unwrap();
+    let mut found = Vec::new();
+    walk(&values, "gpu", &mut found);
+    assert!(found.contains(&"gpu.internal.metrics.cert.crt".to_owned()), "{found:?}");
 }

@@ -102,7 +102,12 @@ pub fn run_at(input: &HookInput, now: OffsetDateTime) -> HookOutput {
     let gpus: Vec<NodeGpu> = parsed(input.snapshot(BINDING));
     let placed = place_components(&gpus);
     let mut output = HookOutput::default();
-    unserved_nodes::report(&parsed::<NodeLabels>(input.snapshot(NODES)), &placed["gpuHandler"], now, &mut output);
+    unserved_nodes::report(
+        &parsed::<NodeLabels>(input.snapshot(NODES)),
+        &placed["gpuHandler"],
+        now,
+        &mut output,
+    );
     let placement: serde_json::Map<String, Value> = placed
         .into_iter()
         .map(|(component, nodes)| (component.to_owned(), json!({"nodes": nodes, "hash": list_hash(&nodes)})))

@@ -18,7 +18,9 @@ use kube::{Client, discovery};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 
-use crate::object_patch::{EVENT_COMPONENT, EVENT_NAMESPACE, Regarding, create_or_update, delete, merge_patch, warning_event};
+use crate::object_patch::{
+    EVENT_COMPONENT, EVENT_NAMESPACE, Regarding, create_or_update, delete, merge_patch, warning_event,
+};
 use crate::protocol::{HookConfig, HookInput, HookMetadata, HookOutput, MODULE_KEY};
 
 const DRIVER: &str = "gpu.deckhouse.io";
@@ -126,7 +128,13 @@ async fn list_leftovers(client: &Client) -> anyhow::Result<Leftovers> {
                 .as_array()
                 .is_some_and(|results| results.iter().any(|r| r["driver"] == DRIVER))
         })
-        .map(|c| format!("{}/{}", c.metadata.namespace.unwrap_or_default(), c.metadata.name.unwrap_or_default()))
+        .map(|c| {
+            format!(
+                "{}/{}",
+                c.metadata.namespace.unwrap_or_default(),
+                c.metadata.name.unwrap_or_default()
+            )
+        })
         .collect();
     Ok(Leftovers {
         physical_gpus,
@@ -181,12 +189,19 @@ mod tests {
                 ("CreateOrUpdate", "Event")
             ]
         );
-        assert_eq!(ops[1]["mergePatch"]["metadata"]["labels"]["gpu.deckhouse.io/os.id"], Value::Null);
+        assert_eq!(
+            ops[1]["mergePatch"]["metadata"]["labels"]["gpu.deckhouse.io/os.id"],
+            Value::Null
+        );
         assert!(ops[4]["object"]["message"].as_str().unwrap().contains("team/train"));
     }
 
     #[test]
     fn nothing_left_means_no_operation() {
-        assert!(plan(&Leftovers::default(), OffsetDateTime::UNIX_EPOCH).kubernetes_patch.is_empty());
+        assert!(
+            plan(&Leftovers::default(), OffsetDateTime::UNIX_EPOCH)
+                .kubernetes_patch
+                .is_empty()
+        );
     }
 }

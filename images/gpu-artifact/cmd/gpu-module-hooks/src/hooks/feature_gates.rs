@@ -55,7 +55,12 @@ pub fn report(input: &HookInput, metrics: &str, now: OffsetDateTime) -> anyhow::
     let mut missing = Vec::new();
     for gate in &GATES {
         let on = is_on(gate, minor, &reported);
-        output.set_gauge(METRIC_GROUP, GATE_METRIC, json!({"gate": gate.name}), if on { 1.0 } else { 0.0 });
+        output.set_gauge(
+            METRIC_GROUP,
+            GATE_METRIC,
+            json!({"gate": gate.name}),
+            if on { 1.0 } else { 0.0 },
+        );
         if !on {
             missing.push(gate.name);
             let message = format!(
@@ -63,7 +68,13 @@ pub fn report(input: &HookInput, metrics: &str, now: OffsetDateTime) -> anyhow::
                  control-plane-manager (spec.settings.enabledFeatureGates).",
                 gate.name, gate.without_it
             );
-            let event = warning_event(&Regarding::module(MODULE_KEY), gate.name, "FeatureGateOff", &message, now);
+            let event = warning_event(
+                &Regarding::module(MODULE_KEY),
+                gate.name,
+                "FeatureGateOff",
+                &message,
+                now,
+            );
             output.kubernetes_patch.push(create_or_update(event));
         }
     }
@@ -82,7 +93,12 @@ fn enabled_gates(reported: &BTreeMap<String, bool>, minor: u32) -> Vec<String> {
         .filter(|(name, on)| **on && (name.starts_with("DRA") || *name == "ResourceHealthStatus"))
         .map(|(name, _)| name.clone())
         .collect();
-    gates.extend(GATES.iter().filter(|g| is_on(g, minor, reported)).map(|g| g.name.to_owned()));
+    gates.extend(
+        GATES
+            .iter()
+            .filter(|g| is_on(g, minor, reported))
+            .map(|g| g.name.to_owned()),
+    );
     gates.sort();
     gates.dedup();
     gates
@@ -112,10 +128,17 @@ mod tests {
         let now = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
         let out = report(&input("1.34.4"), METRICS_134, now).unwrap();
         let values = &out.values_patch[0]["value"];
-        assert_eq!(values["missingFeatureGates"], json!(["DRAExtendedResource", "DRADeviceTaints"]));
+        assert_eq!(
+            values["missingFeatureGates"],
+            json!(["DRAExtendedResource", "DRADeviceTaints"])
+        );
         assert_eq!(
             values["featureGates"],
-            json!(["DRAConsumableCapacity", "DRAPartitionableDevices", "ResourceHealthStatus"])
+            json!([
+                "DRAConsumableCapacity",
+                "DRAPartitionableDevices",
+                "ResourceHealthStatus"
+            ])
         );
         let off: Vec<&Value> = out.metrics.iter().filter(|m| m["value"] == 0.0).collect();
         assert_eq!(off.len(), 2);

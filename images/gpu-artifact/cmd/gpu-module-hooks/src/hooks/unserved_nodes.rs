@@ -24,7 +24,7 @@ pub struct NodeLabels {
     pub name: String,
     #[serde(default)]
     pub cdi: String,
-    #[serde(default)]
+    #[serde(default, rename = "nodeManagerGPU")]
     pub node_manager_gpu: bool,
 }
 
@@ -83,9 +83,17 @@ mod tests {
         let reported: Vec<(&str, &str)> = output
             .metrics
             .iter()
-            .map(|m| (m["labels"]["node"].as_str().unwrap(), m["labels"]["reason"].as_str().unwrap()))
+            .map(|m| {
+                (
+                    m["labels"]["node"].as_str().unwrap(),
+                    m["labels"]["reason"].as_str().unwrap(),
+                )
+            })
             .collect();
-        assert_eq!(reported, [("nm-gpu", "ManagedByNodeManager"), ("no-cdi", "CDIDisabled")]);
+        assert_eq!(
+            reported,
+            [("nm-gpu", "ManagedByNodeManager"), ("no-cdi", "CDIDisabled")]
+        );
         let events: Vec<&str> = output
             .kubernetes_patch
             .iter()
@@ -95,9 +103,21 @@ mod tests {
     }
 
     #[test]
+    fn the_node_filter_result_parses() {
+        let parsed: NodeLabels =
+            serde_json::from_value(json!({"name": "a", "cdi": "true", "nodeManagerGPU": true})).unwrap();
+        assert_eq!(parsed, node("a", "true", true));
+    }
+
+    #[test]
     fn when_every_node_is_served_the_old_series_expire() {
         let mut output = HookOutput::default();
-        report(&[node("served", "true", false)], &BTreeSet::new(), OffsetDateTime::UNIX_EPOCH, &mut output);
+        report(
+            &[node("served", "true", false)],
+            &BTreeSet::new(),
+            OffsetDateTime::UNIX_EPOCH,
+            &mut output,
+        );
         assert_eq!(output.metrics, vec![json!({"group": METRIC_GROUP, "action": "expire"})]);
         assert!(output.kubernetes_patch.is_empty());
     }

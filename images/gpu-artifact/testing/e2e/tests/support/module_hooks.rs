@@ -26,7 +26,9 @@ pub fn hook_index(name: &str) -> String {
     let config: Value = serde_json::from_slice(&out.stdout).unwrap();
     let hooks = config["hooks"].as_array().unwrap();
     let index = hooks.iter().position(|h| h["metadata"]["name"] == name);
-    index.unwrap_or_else(|| panic!("no hook {name} in {config}")).to_string()
+    index
+        .unwrap_or_else(|| panic!("no hook {name} in {config}"))
+        .to_string()
 }
 
 /// Runs `hook run <index of name>` (or `hook ready` for "readiness") against the cluster of
@@ -56,10 +58,17 @@ pub fn run_hook(name: &str, kubeconfig: &Path, contexts: &Value, values: &Value)
         .env("METRICS_PATH", path("metrics.json"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "hook {name}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "hook {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines = |file: &str| -> Vec<Value> {
         let text = std::fs::read_to_string(path(file)).unwrap();
-        text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     };
     let values_patch = std::fs::read_to_string(path("values-patch.json")).unwrap();
     HookRun {
@@ -93,7 +102,13 @@ pub async fn apply_object_patches(client: &Client, operations: &[Value]) {
             "CreateOrUpdate" => {
                 let object: DynamicObject = serde_json::from_value(op["object"].clone()).unwrap();
                 let types = object.types.clone().unwrap();
-                let api = api_for(client, &types.api_version, &types.kind, object.metadata.namespace.as_deref()).await;
+                let api = api_for(
+                    client,
+                    &types.api_version,
+                    &types.kind,
+                    object.metadata.namespace.as_deref(),
+                )
+                .await;
                 let name = object.metadata.name.clone().unwrap();
                 match api.create(&PostParams::default(), &object).await {
                     Ok(_) => {}
