@@ -32,7 +32,8 @@ async fn version_of(cluster: &TestCluster) -> String {
     format!("1.{}.0", cluster.server_minor().await.unwrap())
 }
 
-/// The Events in `default` about `kind` `name`, by Event name.
+/// The Events the hooks recorded in `default` about `kind` `name` (not the control plane's own), by
+/// Event name.
 async fn events_about(client: &kube::Client, kind: &str, name: &str) -> BTreeMap<String, Event> {
     Api::<Event>::namespaced(client.clone(), "default")
         .list(&ListParams::default().fields(&format!("involvedObject.kind={kind},involvedObject.name={name}")))
@@ -40,6 +41,7 @@ async fn events_about(client: &kube::Client, kind: &str, name: &str) -> BTreeMap
         .unwrap()
         .items
         .into_iter()
+        .filter(|e| e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("gpu-module-hooks"))
         .map(|e| (e.metadata.name.clone().unwrap(), e))
         .collect()
 }
