@@ -84,7 +84,9 @@ async fn start_controller(
         ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
-    let process = ComponentProcess::start(name, &env, &ws.logs()).unwrap().holding(reserved);
+    let process = ComponentProcess::start(name, &env, &ws.logs())
+        .unwrap()
+        .holding(reserved);
     wait_ready(port, &process).await;
     (process, port)
 }
