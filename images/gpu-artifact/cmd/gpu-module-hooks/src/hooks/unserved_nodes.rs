@@ -34,8 +34,9 @@ const MANAGED_BY_NODE_MANAGER: &str = "The NodeGroup of this node has spec.gpu: 
 const CDI_DISABLED: &str = "This node's GPUs are DriverReady, but its container runtime has CDI off (the node has \
     no label gpu.deckhouse.io/cdi=true, which the module's NodeGroupConfiguration gpu-detect-cdi.sh sets once \
     containerd reports enable_cdi = true): gpu-handler does not run here and its GPUs are not offered. On \
-    containerd 1.7 the module's NodeGroupConfiguration gpu-containerd-cdi.sh turns CDI on; a runtime Deckhouse \
-    does not manage needs enable_cdi set by hand.";
+    containerd 1.7 the module's NodeGroupConfiguration gpu-containerd-cdi.sh turns CDI on unless the node is \
+    labelled gpu.deckhouse.io/containerd-cdi-config=false; ContainerdV2 has it on; a runtime Deckhouse does not \
+    manage needs enable_cdi set by hand.";
 
 /// Adds the report of `nodes` to `output`; `driver_ready` are the nodes whose GPUs are DriverReady.
 pub fn report(nodes: &[NodeLabels], driver_ready: &BTreeSet<String>, now: OffsetDateTime, output: &mut HookOutput) {
