@@ -90,6 +90,16 @@ fn matching(rendered: &Rendered, offers: &[Device]) -> Vec<String> {
         .collect()
 }
 
+/// The parameters of the rendered DeviceClass's one opaque config.
+fn opaque_parameters(rendered: &Rendered) -> &Value {
+    &rendered.device_class.spec.config.as_ref().unwrap()[0]
+        .opaque
+        .as_ref()
+        .unwrap()
+        .parameters
+        .0
+}
+
 fn render_34(class: &GPUClass, gpus: &[&PhysicalGPU]) -> Result<Rendered, Vec<String>> {
     render(class, gpus, &SelectorCache::for_release(KubernetesRelease::V1_34))
 }
@@ -131,12 +141,7 @@ fn a_mig_class_selects_its_profile_and_a_shared_class_its_strategy() {
     };
     let rendered = render_34(&class("mig", mig), &[]).unwrap();
     assert_eq!(matching(&rendered, &a30_offers()), ["gpu0-mig-2g12gb-0"]);
-    let parameters = &rendered.device_class.spec.config.as_ref().unwrap()[0]
-        .opaque
-        .as_ref()
-        .unwrap()
-        .parameters
-        .0;
+    let parameters = opaque_parameters(&rendered);
     assert_eq!(parameters["kind"], "MigDeviceConfig");
 
     let mps = GPUClassSpec {
@@ -152,12 +157,7 @@ fn a_mig_class_selects_its_profile_and_a_shared_class_its_strategy() {
     };
     let rendered = render_34(&class("mps", mps), &[]).unwrap();
     assert_eq!(matching(&rendered, &a30_offers()), ["gpu0-mps"]);
-    let parameters = &rendered.device_class.spec.config.as_ref().unwrap()[0]
-        .opaque
-        .as_ref()
-        .unwrap()
-        .parameters
-        .0;
+    let parameters = opaque_parameters(&rendered);
     assert_eq!(
         parameters["sharing"],
         json!({"strategy": "MPS", "mps": {"defaultActiveThreadPercentage": 40}})
@@ -233,12 +233,7 @@ fn a_vm_class_carries_vfio_and_wants_bare_metal() {
         &[],
     )
     .unwrap();
-    let parameters = &rendered.device_class.spec.config.as_ref().unwrap()[0]
-        .opaque
-        .as_ref()
-        .unwrap()
-        .parameters
-        .0;
+    let parameters = opaque_parameters(&rendered);
     assert_eq!(
         *parameters,
         json!({"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"})
