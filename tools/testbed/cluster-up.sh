@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler on 127.0.0.1 with generated
 # certificates, RBAC, service-account token signing and the DRA gates on; prints the admin kubeconfig path.
 #

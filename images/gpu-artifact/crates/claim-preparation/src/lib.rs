@@ -9,6 +9,9 @@
 //! have changed, and the offers follow the status. Every call is counted and timed, with a bounded
 //! failure reason, and the checkpoint it leaves sets the prepared-claim metrics ([`ClaimMetrics`]).
 //!
+//! Where the API server defines it (1.36+), a prepared claim also gets KEP-5304 device metadata
+//! ([`metadata`]): the PCI address KubeVirt reads, mounted into its containers.
+//!
 //! It never decides placement (the allocation says where) and never touches a card itself.
 
 // Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
@@ -17,6 +20,7 @@
 mod events;
 mod failure;
 mod holdings;
+mod metadata;
 mod metrics;
 mod node_claims;
 mod node_side;

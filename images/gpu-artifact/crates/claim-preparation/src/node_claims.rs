@@ -16,6 +16,7 @@ use tokio::sync::{Mutex, Notify, OnceCell, watch};
 use crate::events::{reserved_pods, warn_everywhere};
 use crate::failure::{ClaimFailure, FailureReason};
 use crate::holdings::card_holdings;
+use crate::metadata;
 use crate::metrics::{ClaimMetrics, ClaimOperation};
 use crate::node_side::{
     CHECKPOINT_CORRUPT, FOREIGN_MIG_INSTANCES, MIG_MODE_CHANGE_PENDING, MPS_DAEMON_RESTARTED, NodeSide,
@@ -56,6 +57,8 @@ pub struct NodeClaims {
     metrics: ClaimMetrics,
     /// Checkpoint reads for the metrics one at a time, so the last one set reads the last write.
     checkpoint_reads: Mutex<()>,
+    /// Whether the API server defines KEP-5304 device metadata, asked once.
+    device_metadata: OnceCell<bool>,
 }
 
 impl NodeClaims {
@@ -79,6 +82,26 @@ impl NodeClaims {
             reconciled: OnceCell::new(),
             metrics,
             checkpoint_reads: Mutex::new(()),
+            device_metadata: OnceCell::new(),
+        }
+    }
+
+    /// Whether prepared claims get device metadata (the server is 1.36 or newer); a failed version
+    /// read counts as no, and is asked again next time.
+    async fn device_metadata_enabled(&self) -> bool {
+        let asked = self
+            .device_metadata
+            .get_or_try_init(|| async {
+                let info = self.client.apiserver_version().await?;
+                Ok::<bool, kube::Error>(metadata::supported(&info.minor))
+            })
+            .await;
+        match asked {
+            Ok(enabled) => *enabled,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the API server's version; no device metadata for this claim");
+                false
+            }
         }
     }
 
@@ -245,13 +268,18 @@ impl NodeClaims {
         self.ensure_reconciled().await?;
         let request = PrepareRequest {
             claim: claim.clone(),
-            devices,
+            devices: devices.clone(),
             vfio_requested,
             pods,
         };
         let prepared = self.prepare_with_patience(&request, stored).await;
         self.links.after_change.notify_one();
-        prepared
+        let mut prepared = prepared?;
+        if self.device_metadata_enabled().await {
+            let writer = metadata::writer(&self.driver, &self.config);
+            metadata::publish(&writer, &self.config, claim, stored, &devices, &mut prepared);
+        }
+        Ok(prepared)
     }
 
     /// Runs the pipeline; a MIG mode change that stays pending pauses the module's DCGM on the node,
@@ -332,6 +360,12 @@ impl NodeClaims {
             .run_pipeline(preparer, move |preparer| preparer.unprepare(&asked))
             .await;
         self.links.after_change.notify_one();
+        if result.is_ok()
+            && let Err(error) =
+                metadata::writer(&self.driver, &self.config).remove(&claim.namespace, &claim.name, &claim.uid)
+        {
+            tracing::warn!(claim = %claim, %error, "device metadata of an unprepared claim not removed");
+        }
         if let Err(failure) = &result {
             tracing::warn!(claim = %claim, error = %failure.message, reason = failure.reason.as_str(), "unprepare failed");
             warn_everywhere(

@@ -15,6 +15,8 @@ pub struct CardOffering {
     pub inventory: GpuInventory,
     /// From `status.nodeInfo.bareMetal`; `None` when the node agent could not tell.
     pub bare_metal: Option<bool>,
+    /// From `status.pciInfo.pcieRoot`: the PCIe root complex, `pci<domain>:<bus>`.
+    pub pcie_root: Option<String>,
 }
 
 /// The node's label that switches MIG offers off: `gpu.deckhouse.io/allow-mig=false`.

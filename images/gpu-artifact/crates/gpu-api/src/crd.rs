@@ -7,11 +7,14 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::PhysicalGPU;
+use crate::{GPUClass, PhysicalGPU};
 
 /// Every CRD the module installs, with the file it lives in.
 pub fn definitions() -> Vec<(&'static str, CustomResourceDefinition)> {
-    vec![("physicalgpus.yaml", PhysicalGPU::crd())]
+    vec![
+        ("physicalgpus.yaml", PhysicalGPU::crd()),
+        ("gpuclasses.yaml", GPUClass::crd()),
+    ]
 }
 
 /// The exact text of a CRD file.

@@ -15,12 +15,27 @@ use support::rendered_rbac::{MODULE_NAMESPACE, of_kind, render_chart};
 use testbed::TestCluster;
 
 /// Kinds the chart renders that only other Deckhouse modules install CRDs for.
-const NOT_SERVED_BY_THE_TEST_BED: [&str; 5] = [
+const NOT_SERVED_BY_THE_TEST_BED: [&str; 6] = [
     "GrafanaDashboardDefinition",
+    "NodeGroupConfiguration",
     "PodMonitor",
     "PrometheusRule",
     "ServiceMonitor",
     "VerticalPodAutoscaler",
+];
+
+/// Every state the chart is tested in: fixture files of tools/test/module-fixtures applied over
+/// global.yaml in order. Each fixture file appears in at least one state.
+const STATES: [&[&str]; 9] = [
+    &["no-gpu-nodes"],
+    &["inventoried"],
+    &["driver-ready"],
+    &["driver-ready", "dra-gates-off"],
+    &["driver-ready", "high-availability"],
+    &["driver-ready", "kubernetes-newest"],
+    &["driver-ready", "kubernetes-without-dra"],
+    &["driver-ready", "containerized-driver"],
+    &["driver-ready", "managed-control-plane"],
 ];
 
 fn daemonset<'a>(objects: &'a [Value], name: &str) -> &'a Value {
@@ -140,7 +155,7 @@ fn controllers_follow_high_availability_and_the_dra_api() {
             "{name} ServiceMonitor"
         );
     }
-    let pending = render_chart(&["driver-ready", "discovery-pending"]);
+    let pending = render_chart(&["driver-ready", "kubernetes-without-dra"]);
     assert!(deployment(&pending, "gpu-controller").is_some());
     assert!(deployment(&pending, "gpu-dra-controller").is_none());
     assert!(!of_kind(&pending, "ClusterRole").any(|r| r["metadata"]["name"] == "d8:gpu:gpu-dra-controller"));
@@ -172,7 +187,8 @@ fn every_workload_has_a_vpa_short_history_and_pinned_images() {
     }
 }
 
-/// The module's own images (built from images/<dir>), by their camelCase name in the digests.
+/// The module's own images (built from images/<dir>, the NVIDIA ones repackaged there too), by digest:
+/// digest -> images/<dir>.
 fn own_image_dirs() -> BTreeMap<String, String> {
     let global: Value = serde_yaml::from_str(
         &std::fs::read_to_string(repo_root().join("tools/test/module-fixtures/global.yaml")).unwrap(),
@@ -181,7 +197,6 @@ fn own_image_dirs() -> BTreeMap<String, String> {
     let digests = global["global"]["modulesImages"]["digests"]["gpu"].as_object().unwrap();
     digests
         .iter()
-        .filter(|(name, _)| !name.starts_with("nvidia"))
         .map(|(name, digest)| (digest.as_str().unwrap().to_owned(), kebab(name)))
         .collect()
 }
@@ -196,19 +211,23 @@ fn kebab(camel: &str) -> String {
     })
 }
 
-/// What dmt's mount-points rule checks: every volumeMount of a container running one of our
-/// (distroless) images is pre-created by images/<dir>/mount-points.yaml, and that file lists
-/// nothing no container mounts.
+/// Per image, what dmt's mount-points rules check for the module as a whole: every volumeMount of a
+/// container running one of our (distroless) images is pre-created by that image's
+/// images/<dir>/mount-points.yaml, and that file lists nothing no container of the image mounts (over
+/// both driver-root layouts).
 #[test]
 fn own_images_pre_create_exactly_the_paths_they_mount() {
-    let objects = render_chart(&["driver-ready"]);
+    let mut objects = render_chart(&["driver-ready"]);
+    objects.extend(render_chart(&["driver-ready", "containerized-driver"]));
     let dirs = own_image_dirs();
     let mut mounted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for workload in objects
         .iter()
         .filter(|o| o["kind"] == "DaemonSet" || o["kind"] == "Deployment")
     {
-        for container in workload["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
+        let pod = &workload["spec"]["template"]["spec"];
+        let containers = pod["containers"].as_array().unwrap().iter();
+        for container in containers.chain(pod["initContainers"].as_array().into_iter().flatten()) {
             let image = container["image"].as_str().unwrap();
             let Some(dir) = dirs
                 .iter()
@@ -223,10 +242,15 @@ fn own_images_pre_create_exactly_the_paths_they_mount() {
             }
         }
     }
-    assert!(
-        mounted.contains_key("gpu-handler") && mounted.contains_key("gpu-controller"),
-        "{mounted:?}"
-    );
+    for dir in [
+        "gpu-handler",
+        "gpu-controller",
+        "nvidia-dcgm",
+        "nvidia-dcgm-exporter",
+        "nvidia-validator",
+    ] {
+        assert!(mounted.contains_key(dir), "{dir} in {mounted:?}");
+    }
     for (dir, paths) in &mounted {
         let file = repo_root().join(format!("images/{dir}/mount-points.yaml"));
         let listed: BTreeSet<String> = match std::fs::read_to_string(&file) {
@@ -294,6 +318,110 @@ fn prometheus_may_scrape_every_metrics_proxy() {
     assert_eq!(granted, proxied);
 }
 
+#[test]
+fn every_fixture_file_is_a_tested_state_and_renders() {
+    let dir = repo_root().join("tools/test/module-fixtures");
+    let files: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".yaml")
+                .to_owned()
+        })
+        .filter(|name| name != "global")
+        .collect();
+    let tested: BTreeSet<String> = STATES.iter().flat_map(|s| s.iter().map(|f| f.to_string())).collect();
+    assert_eq!(
+        files,
+        tested,
+        "fixture files of {} against the tested states",
+        dir.display()
+    );
+    for states in STATES {
+        let objects = render_chart(states);
+        assert!(of_kind(&objects, "DaemonSet").count() >= 5, "{states:?}");
+    }
+}
+
+/// The expressions of a node component's required node affinity.
+fn node_expressions<'a>(objects: &'a [Value], name: &str) -> &'a [Value] {
+    daemonset(objects, name)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0]["matchExpressions"]
+        .as_array()
+        .unwrap()
+}
+
+#[test]
+fn node_components_stay_off_node_manager_gpus_and_the_handler_off_nodes_without_cdi() {
+    let objects = render_chart(&["driver-ready"]);
+    let node_manager = json!({"key": "node.deckhouse.io/gpu", "operator": "DoesNotExist"});
+    let cdi = json!({"key": "gpu.deckhouse.io/cdi", "operator": "In", "values": ["true"]});
+    for name in [
+        "gpu-node-agent",
+        "gpu-driver-validator",
+        "gpu-handler",
+        "gpu-dcgm",
+        "gpu-dcgm-exporter",
+    ] {
+        let expressions = node_expressions(&objects, name);
+        assert!(expressions.contains(&node_manager), "{name}: {expressions:?}");
+        assert_eq!(
+            expressions.contains(&cdi),
+            name == "gpu-handler",
+            "{name}: {expressions:?}"
+        );
+        // lib-helm's any-node tolerations: tainted GPU NodeGroups (dedicated.deckhouse.io) are not skipped.
+        let tolerations = daemonset(&objects, name)["spec"]["template"]["spec"]["tolerations"]
+            .as_array()
+            .unwrap();
+        assert!(
+            tolerations.contains(&json!({"key": "dedicated.deckhouse.io", "operator": "Exists"})),
+            "{name}: {tolerations:?}"
+        );
+    }
+    let configurations: Vec<&str> = of_kind(&objects, "NodeGroupConfiguration")
+        .map(|c| c["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(configurations, ["gpu-containerd-cdi.sh", "gpu-detect-cdi.sh"]);
+}
+
+#[test]
+fn controllers_fall_back_to_system_nodes_without_control_plane_nodes() {
+    let selector = |states: &[&str]| {
+        let objects = render_chart(states);
+        deployment(&objects, "gpu-controller").unwrap()["spec"]["template"]["spec"]["nodeSelector"].clone()
+    };
+    assert_eq!(
+        selector(&["driver-ready"]),
+        json!({"node-role.kubernetes.io/control-plane": ""})
+    );
+    assert_eq!(
+        selector(&["driver-ready", "managed-control-plane"]),
+        json!({"node-role.deckhouse.io/system": ""})
+    );
+}
+
+#[test]
+fn dashboards_and_rules_come_from_lib_helm() {
+    let objects = render_chart(&["driver-ready"]);
+    let dashboards: Vec<&Value> = of_kind(&objects, "GrafanaDashboardDefinition").collect();
+    assert_eq!(dashboards.len(), 3);
+    for dashboard in dashboards {
+        let labels = &dashboard["metadata"]["labels"];
+        assert_eq!(labels["prometheus.deckhouse.io/grafana-dashboard"], "", "{labels}");
+        assert_eq!(labels["module"], "gpu");
+    }
+    let rules: BTreeSet<&str> = of_kind(&objects, "PrometheusRule")
+        .map(|r| r["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        rules.contains("gpu-configuration") && rules.contains("gpu-dra"),
+        "{rules:?}"
+    );
+}
+
 #[tokio::test]
 async fn the_api_server_accepts_every_rendered_object() {
     let cluster = TestCluster::get().await.unwrap();
@@ -309,11 +437,7 @@ async fn the_api_server_accepts_every_rendered_object() {
         .unwrap();
 
     let mut not_served = BTreeSet::new();
-    for states in [
-        &["no-gpu-nodes"][..],
-        &["driver-ready"][..],
-        &["driver-ready", "dra-gates-off"][..],
-    ] {
+    for states in STATES {
         for object in render_chart(states) {
             let object: DynamicObject = serde_json::from_value(object).unwrap();
             let types = object.types.clone().unwrap();
@@ -339,4 +463,33 @@ async fn the_api_server_accepts_every_rendered_object() {
         not_served,
         NOT_SERVED_BY_THE_TEST_BED.iter().map(|k| k.to_string()).collect()
     );
+}
+
+/// addon-operator turns `x-required-for-helm` into JSON Schema `required`, a presence check made after
+/// defaults are applied: on a field with a default it never holds Helm back. Every field it names has
+/// none, and it names at least the serving certificate.
+#[test]
+fn every_field_required_for_helm_has_no_default() {
+    fn walk(schema: &Value, path: &str, found: &mut Vec<String>) {
+        if let Some(required) = schema["x-required-for-helm"].as_array() {
+            for field in required {
+                let field = field.as_str().unwrap();
+                let property = &schema["properties"][field];
+                assert!(property.is_object(), "{path}.{field} is not a property");
+                assert!(
+                    property.get("default").is_none(),
+                    "{path}.{field} has a default, so x-required-for-helm does nothing"
+                );
+                found.push(format!("{path}.{field}"));
+            }
+        }
+        for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+            walk(property, &format!("{path}.{name}"), found);
+        }
+    }
+    let values: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(repo_root().join("openapi/values.yaml")).unwrap()).unwrap();
+    let mut found = Vec::new();
+    walk(&values, "gpu", &mut found);
+    assert!(found.contains(&"gpu.internal.metrics.cert.crt".to_owned()), "{found:?}");
 }

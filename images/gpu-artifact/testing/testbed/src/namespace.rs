@@ -34,6 +34,13 @@ fn cluster_scoped_kinds() -> Vec<ApiResource> {
             kind: "PhysicalGPU".into(),
             plural: "physicalgpus".into(),
         },
+        ApiResource {
+            group: "gpu.deckhouse.io".into(),
+            version: "v1alpha1".into(),
+            api_version: "gpu.deckhouse.io/v1alpha1".into(),
+            kind: "GPUClass".into(),
+            plural: "gpuclasses".into(),
+        },
     ]
 }
 

@@ -72,6 +72,18 @@ impl PluginNode {
         node
     }
 
+    /// A node whose DriverReady comes from the real gpu-controller (started here, under its RBAC,
+    /// rendering the test's GPUClasses) through a driver-validator Pod the kubelet simulator runs.
+    /// One per test binary: a gpu-controller speaks for every PhysicalGPU of the cluster.
+    pub async fn start_with_controller(
+        test: &str,
+        fixture: NamedHost,
+        handler_env: &[(&str, String)],
+    ) -> (Self, ComponentProcess) {
+        let (s, controller) = setup_with_controller(test, fixture).await;
+        (Self::launch(s, handler_env).await, controller)
+    }
+
     pub fn host(&self) -> PathBuf {
         self.s.ws.host_root()
     }
@@ -207,6 +219,16 @@ impl PluginNode {
         let state = self.mock.state().snapshot().unwrap();
         state.gpus.values().any(|gpu| gpu.mig_current)
     }
+}
+
+/// The node before its handler starts, with the real gpu-controller and the validator Pod (see
+/// [`PluginNode::start_with_controller`]).
+pub async fn setup_with_controller(test: &str, fixture: NamedHost) -> (Setup, ComponentProcess) {
+    let s = setup(test, fixture).await;
+    let (controller, _) = crate::support::components::start_controller(&s.ns, s.ws.dir.path(), "Debug", true).await;
+    let validator = crate::support::components::validator_pod(s.node.name());
+    crate::support::create(&s.ns.api::<Pod>(), &validator).await;
+    (s, controller)
 }
 
 pub fn kubelet_root(s: &Setup) -> PathBuf {

@@ -70,12 +70,26 @@ pub fn node_agent_rules() -> Vec<PolicyRule> {
     ]
 }
 
-/// What gpu-controller may do for DriverReady: read validator Pods, write PhysicalGPU status, hold its Lease.
+/// What gpu-controller may do: for DriverReady read validator Pods and write PhysicalGPU status; for
+/// GPUClasses read them, write their status and their DeviceClasses, read slices and claims; hold
+/// its Lease.
 pub fn controller_rules() -> Vec<PolicyRule> {
     vec![
         rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
         rule("gpu.deckhouse.io", &["physicalgpus/status"], &["get", "patch"]),
         rule("", &["pods"], &["get", "list", "watch"]),
+        rule("gpu.deckhouse.io", &["gpuclasses"], &["get", "list", "watch"]),
+        rule("gpu.deckhouse.io", &["gpuclasses/status"], &["get", "patch"]),
+        rule(
+            "resource.k8s.io",
+            &["deviceclasses"],
+            &["get", "list", "watch", "create", "patch", "delete"],
+        ),
+        rule(
+            "resource.k8s.io",
+            &["resourceslices", "resourceclaims"],
+            &["get", "list", "watch"],
+        ),
         rule(
             "coordination.k8s.io",
             &["leases"],
@@ -240,6 +254,50 @@ pub fn send_uevents(socket: &Path, payloads: &[Vec<u8>]) {
     for payload in payloads {
         sender.send_to(payload, socket).unwrap();
     }
+}
+
+/// Starts gpu-controller under its RBAC with its files in `dir`: validator Pods of `ns` speak for
+/// DriverReady, its Lease lives in `ns`, and, with `only_the_tests_classes`, it renders only the
+/// GPUClasses labelled for `ns` (tests share the cluster, each with a controller of its own; the demo
+/// has a cluster to itself); returns the process and its health port.
+pub async fn start_controller(
+    ns: &TestNamespace,
+    dir: &Path,
+    log_level: &str,
+    only_the_tests_classes: bool,
+) -> (ComponentProcess, u16) {
+    let kubeconfig = kubeconfig_for(ns, "gpu-controller", controller_rules(), dir).await;
+    let reserved = reserve_port();
+    let port = reserved.number();
+    let env = [
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
+        ("VALIDATOR_SELECTOR", "app=gpu-driver-validator".to_owned()),
+        (
+            "GPUCLASS_SELECTOR",
+            match only_the_tests_classes {
+                true => format!("{}={}", testbed::OWNER_LABEL, ns.name()),
+                false => String::new(),
+            },
+        ),
+        ("POD_NAMESPACE", ns.name().to_owned()),
+        ("POD_NAME", "gpu-controller-0".to_owned()),
+        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
+        ("LOG_LEVEL", log_level.to_owned()),
+    ];
+    let controller = ComponentProcess::start("gpu-controller", &env, &dir.join("logs")).unwrap();
+    (controller.holding(reserved), port)
+}
+
+/// A driver-validator Pod bound to `node`: the simulated kubelet runs it and reports it Ready, which
+/// gpu-controller turns into DriverReady=True on the node's PhysicalGPUs.
+pub fn validator_pod(node: &str) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("gpu-driver-validator-{node}"), "labels": {"app": "gpu-driver-validator"}},
+        "spec": {"nodeName": node, "containers": [{"name": "validator", "image": "registry.invalid/gpu/validator:test"}]},
+    }))
+    .unwrap()
 }
 
 /// A kubeconfig for a ServiceAccount of `ns` bound (cluster-wide) to `rules`.

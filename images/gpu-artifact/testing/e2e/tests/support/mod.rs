@@ -6,6 +6,8 @@
 pub mod components;
 pub mod examples;
 pub mod gated_cluster;
+pub mod gpu_classes;
+pub mod module_hooks;
 pub mod node_objects;
 pub mod publisher;
 pub mod rendered_rbac;
