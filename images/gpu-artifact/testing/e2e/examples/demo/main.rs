@@ -85,6 +85,7 @@ async fn main() {
     walkthrough::mig_instances(&nodes);
     walkthrough::inventory(&ns, &nodes).await;
     walkthrough::slices(&ns, &nodes).await;
+    class_table::wait_allocations_counted(&ns.client()).await;
     walkthrough::gpu_classes(&ns, &[]).await;
     println!("\n== DEMO READY: the cluster stays up; `make demo-down` stops it.");
     println!("   logs of every component: {}", a30.s.ws.logs().display());
