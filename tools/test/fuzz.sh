@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # `make fuzz`: the long run of the property tests of every parser of outside input (issue 17, item 7):
 # PROPERTY_CASES cases each (default 1,000,000; `make test` runs the same properties with 256), in
 # release builds, two test threads. Prints each property's count and ends with "N passed, N failed".

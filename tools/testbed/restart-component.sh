@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Kills one server of a test bed started by cluster-up.sh and starts it again with the same command
 # line, for outage tests:   restart-component.sh <testbed dir> <etcd|kube-apiserver|...> [SIGNAL] [down seconds]
 # SIGNAL (default KILL) is sent to the server's process group; the server stays down `down seconds`
