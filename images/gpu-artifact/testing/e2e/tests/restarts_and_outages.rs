@@ -222,10 +222,26 @@ impl Bed {
                 wanted.insert(claims.get(claim).await.unwrap().metadata.uid.unwrap());
             }
         }
-        let recorded: BTreeSet<String> = self.checkpoint()["data"]["claims"]
-            .as_object()
-            .map(|c| c.keys().cloned().collect())
-            .unwrap_or_default();
+        // The Pods deleted just before are unprepared by the kubelet in the background: wait for
+        // the checkpoint to settle on the prepared claims (the deadline's error names what it holds).
+        let recorded = wait_until(
+            "the checkpoint to hold exactly the prepared claims",
+            SCHEDULING_DEADLINE,
+            || {
+                let recorded: BTreeSet<String> = self.checkpoint()["data"]["claims"]
+                    .as_object()
+                    .map(|c| c.keys().cloned().collect())
+                    .unwrap_or_default();
+                let outcome = if recorded == wanted {
+                    Progress::Done(recorded)
+                } else {
+                    Progress::Pending(format!("{recorded:?}, prepared {wanted:?}"))
+                };
+                async move { Ok(outcome) }
+            },
+        )
+        .await
+        .unwrap();
         assert_eq!(recorded, wanted, "the checkpoint holds exactly the prepared claims");
         assert_eq!(
             self.mig_instances(),
