@@ -186,14 +186,23 @@ impl CrashNode {
         "GPU-010a3000-0000-4000-8000-a30000000001".to_owned()
     }
 
-    /// The claim is prepared exactly once: one checkpoint entry, one CDI spec, its mode's devices.
+    /// The claim is prepared exactly once: one checkpoint entry, one CDI spec of its devices (beside
+    /// it, on 1.36+, the KEP-5304 device-metadata spec of its request), its mode's devices.
     async fn assert_prepared_once(&self, pod: &str) {
         let uid = self.uid_of(pod).await;
         let node = &self.node;
         assert_eq!(node.checkpointed_claims(), vec![uid.clone()]);
         assert_eq!(node.checkpoint()["data"]["claims"][&uid]["state"], "PrepareCompleted");
-        let cdi: Vec<_> = std::fs::read_dir(node.host().join("var/run/cdi")).unwrap().collect();
-        assert_eq!(cdi.len(), 1, "one CDI spec");
+        let cdi: Vec<String> = std::fs::read_dir(node.host().join("var/run/cdi"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|file| !file.starts_with("gpu.deckhouse.io_metadata_"))
+            .collect();
+        assert_eq!(
+            cdi,
+            [format!("gpu.deckhouse.io-claim_{uid}.json")],
+            "one CDI spec of the devices"
+        );
         assert_eq!(
             node.mig_instances().len(),
             usize::from(self.mode == Mode::Mig),
