@@ -21,8 +21,8 @@ pub fn create_or_update(object: Value) -> Value {
 /// Deletes an object; a missing one is not an error.
 pub fn delete(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Value {
     let mut operation = json!({"operation": "Delete", "apiVersion": api_version, "kind": kind, "name": name});
-    if let Some(namespace) = namespace {
-        operation["namespace"] = json!(namespace);
+    if let (Some(namespace), Some(fields)) = (namespace, operation.as_object_mut()) {
+        fields.insert("namespace".to_owned(), json!(namespace));
     }
     operation
 }

@@ -105,7 +105,10 @@ pub fn status_patch(
     missing_gates: &[String],
     now: OffsetDateTime,
 ) -> Option<Value> {
-    let phase = module["status"]["phase"].as_str().unwrap_or_default();
+    let phase = module
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if !["Reconciling", "Ready", "Error"].contains(&phase) {
         return None;
     }
@@ -119,7 +122,11 @@ pub fn status_patch(
             format!("feature gates off: {}", missing_gates.join("; ")),
         ),
     };
-    let mut conditions: Vec<Value> = module["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let mut conditions: Vec<Value> = module
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let index = match conditions.iter().position(|c| c["type"] == CONDITION) {
         Some(index) => index,
         None => {
@@ -127,16 +134,20 @@ pub fn status_patch(
             conditions.len() - 1
         }
     };
-    let condition = &mut conditions[index];
-    if condition["status"] != status {
-        condition["lastTransitionTime"] = json!(time);
+    let entry = conditions.get_mut(index)?;
+    if !entry.is_object() {
+        *entry = json!({"type": CONDITION});
     }
-    condition["status"] = json!(status);
-    condition["lastProbeTime"] = json!(time);
+    let condition = entry.as_object_mut()?;
+    if condition.get("status").and_then(Value::as_str) != Some(status) {
+        condition.insert("lastTransitionTime".to_owned(), json!(time));
+    }
+    condition.insert("status".to_owned(), json!(status));
+    condition.insert("lastProbeTime".to_owned(), json!(time));
     for (key, value) in [("reason", reason), ("message", message.as_str())] {
         match value {
-            "" => _ = condition.as_object_mut().map(|c| c.remove(key)),
-            value => condition[key] = json!(value),
+            "" => _ = condition.remove(key),
+            value => _ = condition.insert(key.to_owned(), json!(value)),
         }
     }
     let phase = if status == "True" { "Ready" } else { "Reconciling" };

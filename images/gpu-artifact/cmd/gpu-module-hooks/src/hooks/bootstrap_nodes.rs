@@ -104,7 +104,7 @@ pub fn run_at(input: &HookInput, now: OffsetDateTime) -> HookOutput {
     let mut output = HookOutput::default();
     unserved_nodes::report(
         &parsed::<NodeLabels>(input.snapshot(NODES)),
-        &placed["gpuHandler"],
+        &placed.get("gpuHandler").cloned().unwrap_or_default(),
         now,
         &mut output,
     );

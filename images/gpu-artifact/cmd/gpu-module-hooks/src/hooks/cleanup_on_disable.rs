@@ -117,15 +117,17 @@ async fn list_leftovers(client: &Client) -> anyhow::Result<Leftovers> {
         .await?
         .into_iter()
         .filter(|e| e.metadata.namespace.as_deref() == Some(EVENT_NAMESPACE))
-        .filter(|e| e.data["source"]["component"] == EVENT_COMPONENT)
+        .filter(|e| e.data.pointer("/source/component").and_then(Value::as_str) == Some(EVENT_COMPONENT))
         .map(|e| (EVENT_NAMESPACE.to_owned(), e.metadata.name.unwrap_or_default()))
         .collect();
     let allocated_claims = list_names(client, "resource.k8s.io", "v1", "ResourceClaim", None)
         .await?
         .into_iter()
         .filter(|claim| {
-            claim.data["status"]["allocation"]["devices"]["results"]
-                .as_array()
+            claim
+                .data
+                .pointer("/status/allocation/devices/results")
+                .and_then(Value::as_array)
                 .is_some_and(|results| results.iter().any(|r| r["driver"] == DRIVER))
         })
         .map(|c| {

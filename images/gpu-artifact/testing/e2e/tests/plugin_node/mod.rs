@@ -68,7 +68,10 @@ impl PluginNode {
             handler_port,
             kubelet,
         };
-        node.wait_offered("gpu0").await;
+        // The card is published: whole, or (when MIG instances the node did not make hold it and
+        // withhold the whole card) as its free placements.
+        node.wait_offered_matching("gpu0", |device| device == "gpu0" || device.starts_with("gpu0-"))
+            .await;
         node
     }
 
@@ -125,12 +128,17 @@ impl PluginNode {
     }
 
     pub async fn wait_offered(&self, device: &str) {
+        self.wait_offered_matching(device, |offered| offered == device).await;
+    }
+
+    /// Waits until a device `matches` accepts is offered (`what` names it in the error).
+    pub async fn wait_offered_matching(&self, what: &str, matches: impl Fn(&str) -> bool) {
         wait_until(
-            &format!("{device} offered on {}", self.s.node.name()),
+            &format!("{what} offered on {}", self.s.node.name()),
             Duration::from_secs(60),
             || async {
                 let offered = self.offered().await;
-                Ok(if offered.iter().any(|d| d == device) {
+                Ok(if offered.iter().any(|d| matches(d)) {
                     Progress::Done(())
                 } else {
                     Progress::Pending(format!("{offered:?}"))
