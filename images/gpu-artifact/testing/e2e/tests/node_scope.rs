@@ -95,6 +95,27 @@ fn refused<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str, says:
     }
 }
 
+/// Waits until `attempt` (a write another node's policy refuses, undone when it got through) is
+/// refused with `says`: a policy is enforced only once the API server has loaded it and its binding.
+async fn until_refused<F, Fut>(what: &str, says: &str, mut attempt: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), kube::Error>>,
+{
+    wait_until(&format!("{what} in force"), Duration::from_secs(30), || {
+        let tried = attempt();
+        async move {
+            Ok(match tried.await {
+                Err(kube::Error::Api(status)) if status.message.contains(says) => Progress::Done(()),
+                Ok(()) => Progress::Pending("the write went through".into()),
+                Err(other) => Progress::Pending(format!("{other}")),
+            })
+        }
+    })
+    .await
+    .unwrap();
+}
+
 fn slice_of(ns: &TestNamespace, node: &str) -> ResourceSlice {
     let device = json!([{"name": "gpu0", "attributes": {"gpu.deckhouse.io/deviceType": {"string": "Physical"}}}]);
     slice(ns, &format!("{node}-gpus"), node, 1, json!({"devices": device}))
@@ -134,30 +155,41 @@ async fn node_components_write_only_their_own_nodes_objects() {
     assert_eq!(extra_node_name(&handler).await.as_deref(), Some(a.as_str()));
     assert_eq!(extra_node_name(&unbound).await, None);
 
-    // The policies take effect asynchronously: wait until another node's slice is refused.
+    // Each policy takes effect on its own, asynchronously: wait until all three refuse.
     let slices = Api::<ResourceSlice>::all(handler.clone());
-    wait_until("the node-scope policies in force", Duration::from_secs(30), || async {
-        let result = slices.create(&PostParams::default(), &slice_of(&ns, &b)).await;
-        Ok(match result {
-            Err(kube::Error::Api(status)) if status.message.contains("may not write ResourceSlice") => {
-                Progress::Done(())
-            }
-            Ok(created) => {
-                let name = created.metadata.name.unwrap();
-                Api::<ResourceSlice>::all(ns.client())
-                    .delete(&name, &DeleteParams::default())
-                    .await?;
-                Progress::Pending("created".into())
-            }
-            other => Progress::Pending(format!("{other:?}")),
-        })
+    let admin_slices = Api::<ResourceSlice>::all(ns.client());
+    until_refused("the ResourceSlice policy", "may not write ResourceSlice", || async {
+        let created = slices.create(&PostParams::default(), &slice_of(&ns, &b)).await?;
+        let name = created.metadata.name.unwrap_or_default();
+        admin_slices.delete(&name, &DeleteParams::default()).await?;
+        Ok(())
     })
-    .await
-    .unwrap();
+    .await;
+    let agent_gpus = Api::<PhysicalGPU>::all(agent.clone());
+    let admin_gpus = Api::<PhysicalGPU>::all(ns.client());
+    until_refused("the PhysicalGPU policy", "may not write PhysicalGPU", || async {
+        agent_gpus.create(&PostParams::default(), &gpu_of(&b)).await?;
+        admin_gpus
+            .delete(&format!("{b}-0-10de-20b7"), &DeleteParams::default())
+            .await?;
+        Ok(())
+    })
+    .await;
+    let probe = Patch::Merge(json!({"metadata": {"labels": {"gpu.deckhouse.io/policy-probe": "true"}}}));
+    let unprobe = Patch::Merge(json!({"metadata": {"labels": {"gpu.deckhouse.io/policy-probe": null}}}));
+    until_refused("the Node policy", "may not change Node", || async {
+        Api::<Node>::all(agent.clone())
+            .patch(&b, &PatchParams::default(), &probe)
+            .await?;
+        Api::<Node>::all(ns.client())
+            .patch(&b, &PatchParams::default(), &unprobe)
+            .await?;
+        Ok(())
+    })
+    .await;
 
     // ResourceSlices: gpu-handler's own node only.
     let own = create(&slices, &slice_of(&ns, &a)).await;
-    let admin_slices = Api::<ResourceSlice>::all(ns.client());
     let theirs = create(&admin_slices, &slice_of(&ns, &b)).await;
     refused(
         slices
@@ -196,14 +228,12 @@ async fn node_components_write_only_their_own_nodes_objects() {
     );
 
     // PhysicalGPUs: the agent's own node only; the handler's status writes likewise.
-    let agent_gpus = Api::<PhysicalGPU>::all(agent.clone());
     create(&agent_gpus, &gpu_of(&a)).await;
     refused(
         agent_gpus.create(&PostParams::default(), &gpu_of(&b)).await,
         "creating another node's PhysicalGPU",
         "may not write PhysicalGPU",
     );
-    let admin_gpus = Api::<PhysicalGPU>::all(ns.client());
     create(&admin_gpus, &gpu_of(&b)).await;
     refused(
         agent_gpus
