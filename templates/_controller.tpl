@@ -67,18 +67,19 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: metadata.name
-        # The health server listens on loopback only: the kubelet probes it through kube-rbac-proxy.
+        # The health server listens on loopback only: the kubelet probes it through kube-rbac-proxy,
+        # by the sidecar's port number (a named port resolves in the probed container only).
         livenessProbe:
           httpGet:
             path: /healthz
-            port: https-metrics
+            port: 8443
             scheme: HTTPS
           periodSeconds: 10
           failureThreshold: 3
         readinessProbe:
           httpGet:
             path: /readyz
-            port: https-metrics
+            port: 8443
             scheme: HTTPS
           periodSeconds: 5
         {{- include "helm_lib_module_container_security_context_read_only_root_filesystem_capabilities_drop_all_pss_restricted" $ctx | nindent 8 }}
