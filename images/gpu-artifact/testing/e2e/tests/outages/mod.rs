@@ -4,6 +4,10 @@
 
 #![allow(dead_code)]
 
+mod bed;
+
+pub use bed::Bed;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -14,6 +18,11 @@ use host_fixtures::{HostTree, NamedHost, ToolStandIns};
 use kube::{Api, Client};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
+
+/// A new Pod after an API outage also waits for the upstream kube-scheduler and
+/// kube-controller-manager to list again (their client-go backoff, not ours); our components keep
+/// [`RESYNC_DEADLINE`].
+pub const SCHEDULING_DEADLINE: Duration = Duration::from_secs(30);
 
 /// A TCP proxy on loopback to the API server's port; [`ApiProxy::cut`] closes every connection.
 pub struct ApiProxy {

@@ -6,10 +6,13 @@
 use std::path::Path;
 use std::process::Command;
 
-use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, discovery};
-use serde_json::Value;
-use testbed::component_binary;
+use serde_json::{Value, json};
+use testbed::{TestCluster, component_binary};
 
 /// What one hook run wrote.
 #[derive(Debug)]
@@ -145,4 +148,28 @@ pub async fn apply_object_patches(client: &Client, operations: &[Value]) {
             other => panic!("operation {other} is not one the hooks emit: {op}"),
         }
     }
+}
+
+/// The values addon-operator passes for a cluster of `version` (the hooks' `internal` empty).
+pub fn values(version: &str) -> Value {
+    json!({"global": {"discovery": {"kubernetesVersion": version}}, "gpu": {"internal": {}}})
+}
+
+/// The cluster's version as `global.discovery.kubernetesVersion` says it.
+pub async fn version_of(cluster: &TestCluster) -> String {
+    format!("1.{}.0", cluster.server_minor().await.unwrap())
+}
+
+/// The Events the hooks recorded in `default` about `kind` `name` (not the control plane's own), by
+/// Event name.
+pub async fn events_about(client: &kube::Client, kind: &str, name: &str) -> BTreeMap<String, Event> {
+    Api::<Event>::namespaced(client.clone(), "default")
+        .list(&ListParams::default().fields(&format!("involvedObject.kind={kind},involvedObject.name={name}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("gpu-module-hooks"))
+        .map(|e| (e.metadata.name.clone().unwrap(), e))
+        .collect()
 }
