@@ -19,7 +19,7 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use plugin_node::PluginNode;
 use serde_json::json;
-use support::components::start_handler_with;
+use support::components::{handler_fault_env, start_handler_with};
 use support::*;
 use testbed::{Progress, wait_until};
 
@@ -48,7 +48,7 @@ impl CrashNode {
         s.set_driver_ready("True").await;
         let tools = ToolStandIns::install(&s.host);
         let marker = s.ws.dir.path().join("fault-point-reached");
-        let node = PluginNode::launch(s, &Self::env(&tools, &marker, faults)).await;
+        let node = PluginNode::launch(s, &handler_fault_env(&tools, &marker, faults)).await;
         let label = match mode {
             Mode::Mps => Some("gpu.deckhouse.io/allow-mps"),
             Mode::TimeSlicing => Some("gpu.deckhouse.io/allow-timeslicing"),
@@ -75,19 +75,6 @@ impl CrashNode {
         };
         crash.template().await;
         crash
-    }
-
-    fn env(tools: &ToolStandIns, marker: &std::path::Path, faults: &str) -> Vec<(&'static str, String)> {
-        let mut env = vec![
-            ("NVIDIA_SMI", tools.nvidia_smi().display().to_string()),
-            ("NVIDIA_MPS_CONTROL", tools.mps_control().display().to_string()),
-            ("MPS_SUPERVISE_INTERVAL", "1s".to_owned()),
-        ];
-        if !faults.is_empty() {
-            env.push(("GPU_HANDLER_FAULT_POINT", faults.to_owned()));
-            env.push(("GPU_HANDLER_FAULT_REACHED", marker.display().to_string()));
-        }
-        env
     }
 
     /// The ResourceClaimTemplate `job` of the mode.
@@ -155,7 +142,7 @@ impl CrashNode {
     /// A new handler process on the node, with `faults`.
     fn restart(&mut self, faults: &str) {
         let s = &self.node.s;
-        let env = Self::env(&self.tools, &self.marker, faults);
+        let env = handler_fault_env(&self.tools, &self.marker, faults);
         let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, v.clone())).collect();
         self.node.handler = start_handler_with(
             &s.ws,

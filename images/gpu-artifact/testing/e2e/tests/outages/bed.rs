@@ -86,18 +86,7 @@ impl Bed {
         tools: &ToolStandIns,
         faults: &str,
     ) -> ComponentProcess {
-        let mut env = vec![
-            ("NVIDIA_SMI", tools.nvidia_smi().display().to_string()),
-            ("NVIDIA_MPS_CONTROL", tools.mps_control().display().to_string()),
-            ("MPS_SUPERVISE_INTERVAL", "1s".to_owned()),
-        ];
-        if !faults.is_empty() {
-            env.push(("GPU_HANDLER_FAULT_POINT", faults.to_owned()));
-            env.push((
-                "GPU_HANDLER_FAULT_REACHED",
-                ws.dir.path().join("fault-reached").display().to_string(),
-            ));
-        }
+        let env = handler_fault_env(tools, &ws.dir.path().join("fault-reached"), faults);
         start_handler_with(ws, node, kubeconfig, &mock.library_path(), &env).0
     }
 

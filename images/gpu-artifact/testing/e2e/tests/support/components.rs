@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use host_fixtures::ToolStandIns;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Patch, PatchParams};
@@ -196,6 +197,22 @@ pub fn start_handler(
     nvml_library: &Path,
 ) -> (ComponentProcess, u16) {
     start_handler_with(ws, node, kubeconfig, nvml_library, &[])
+}
+
+/// The settings a crash or outage test gives gpu-handler: the tool stand-ins for `nvidia-smi` and the
+/// MPS control, MPS supervised every second, and, when `faults` is not empty, the fault points to
+/// die at and the file the handler writes when it reaches one.
+pub fn handler_fault_env(tools: &ToolStandIns, reached: &Path, faults: &str) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("NVIDIA_SMI", tools.nvidia_smi().display().to_string()),
+        ("NVIDIA_MPS_CONTROL", tools.mps_control().display().to_string()),
+        ("MPS_SUPERVISE_INTERVAL", "1s".to_owned()),
+    ];
+    if !faults.is_empty() {
+        env.push(("GPU_HANDLER_FAULT_POINT", faults.to_owned()));
+        env.push(("GPU_HANDLER_FAULT_REACHED", reached.display().to_string()));
+    }
+    env
 }
 
 /// [`start_handler`] with `extra` settings on top (a test-only fault point, say). Its kubelet root,
