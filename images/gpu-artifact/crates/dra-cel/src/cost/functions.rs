@@ -227,20 +227,7 @@ impl Coster<'_> {
             }
             ("add_string" | "add_bytes" | "add_list", _, [lhs, rhs]) => {
                 let size = node_size(lhs).add(node_size(rhs));
-                let sizes = (
-                    lhs.expr.and_then(|l| self.entry_size(l)),
-                    rhs.expr.and_then(|r| self.entry_size(r)),
-                );
-                if let (Some(l), Some(r)) = sizes {
-                    self.entry_sizes.insert(
-                        e.id,
-                        super::EntrySize {
-                            container: l.container,
-                            key: l.key.union(r.key),
-                            value: l.value.union(r.value),
-                        },
-                    );
-                }
+                self.set_union_entry_size(e.id, lhs, rhs);
                 let cost = match overload {
                     "add_list" => Cost::fixed(1),
                     _ => traversal(size),
@@ -282,23 +269,14 @@ impl Coster<'_> {
             return None;
         };
         let size = node_size(yes).union(node_size(no));
-        let sizes = (
-            yes.expr.and_then(|y| self.entry_size(y)),
-            no.expr.and_then(|n| self.entry_size(n)),
-        );
-        if let (Some(a), Some(b)) = sizes {
-            self.entry_sizes.insert(
-                e.id,
-                super::EntrySize {
-                    container: a.container,
-                    key: a.key.union(b.key),
-                    value: a.value.union(b.value),
-                },
-            );
-        }
+        self.set_union_entry_size(e.id, yes, no);
         Some(CallEstimate {
             cost: condition.add(yes_cost.union(*no_cost)),
             result_size: Some(size),
         })
     }
 }
+
+#[cfg(test)]
+#[path = "functions_tests.rs"]
+mod tests;
