@@ -8,12 +8,13 @@
 //!   `make fuzz` sets 1,000,000.
 //! - A failing input is shrunk, then kept in `<test file>.regressions` beside the test and run
 //!   first by every later run (commit the file: it is the regression case).
-//! - Each run prints `property <name>: <n> cases passed` (what `make fuzz` reports).
+//! - Each run prints `property <name>: <n> cases passed ... in <t> s` (what `make fuzz` reports).
 //!
 //! Test-only; never a dependency of a shipped binary.
 
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 pub use proptest;
 use proptest::strategy::Strategy;
@@ -50,6 +51,7 @@ pub fn check<S>(
         ..Config::default()
     };
     let runs = AtomicU64::new(0);
+    let started = Instant::now();
     let mut runner = TestRunner::new(config);
     let outcome = runner.run(&inputs, |value| {
         runs.fetch_add(1, Ordering::Relaxed);
@@ -57,9 +59,10 @@ pub fn check<S>(
     });
     match outcome {
         Ok(()) => println!(
-            "property {name}: {} cases passed ({} inputs run, seeds included)",
+            "property {name}: {} cases passed ({} inputs run, seeds included) in {:.1} s",
             runner.config().cases,
-            runs.load(Ordering::Relaxed)
+            runs.load(Ordering::Relaxed),
+            started.elapsed().as_secs_f64()
         ),
         Err(error) => panic!("property {name} failed: {error}"),
     }
