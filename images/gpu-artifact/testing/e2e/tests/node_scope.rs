@@ -12,55 +12,18 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use gpu_api::PhysicalGPU;
-use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::components::{handler_rules, install_crds, node_agent_rules};
-use support::rendered_rbac::{MODULE_NAMESPACE, of_kind, render_chart};
+use support::policies::{install_rendered_policies, refused, until_refused};
 use support::*;
-use testbed::{Access, Progress, ReadyNode, TestNamespace, wait_until};
-
-/// The rendered node-scope policies and bindings, for this namespace's accounts.
-async fn install_policies(ns: &TestNamespace) {
-    let objects = render_chart(&["driver-ready"]);
-    let module_accounts = format!("system:serviceaccount:{MODULE_NAMESPACE}:");
-    let test_accounts = format!("system:serviceaccount:{}:", ns.name());
-    let mut names = BTreeMap::new();
-    for kind in ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] {
-        for object in
-            of_kind(&objects, kind).filter(|o| o["metadata"]["name"].as_str().is_some_and(|n| n.contains("node-scope")))
-        {
-            let text = object.to_string().replace(&module_accounts, &test_accounts);
-            let mut object: Value = serde_json::from_str(&text).unwrap();
-            let name = object["metadata"]["name"].as_str().unwrap().to_owned();
-            let unique = names.entry(name.clone()).or_insert_with(|| ns.unique(&name)).clone();
-            object["metadata"]["name"] = json!(unique);
-            object["metadata"]["labels"] = json!(ns.owner_labels());
-            if kind == "ValidatingAdmissionPolicyBinding" {
-                let policy = object["spec"]["policyName"].as_str().unwrap().to_owned();
-                object["spec"]["policyName"] = json!(
-                    names
-                        .entry(policy.clone())
-                        .or_insert_with(|| ns.unique(&policy))
-                        .clone()
-                );
-                let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(object).unwrap();
-                create(&Api::all(ns.client()), &binding).await;
-            } else {
-                let policy: ValidatingAdmissionPolicy = serde_json::from_value(object).unwrap();
-                create(&Api::all(ns.client()), &policy).await;
-            }
-        }
-    }
-    assert_eq!(names.len(), 3, "the chart renders three node-scope policies: {names:?}");
-}
+use testbed::{Access, ReadyNode, TestNamespace};
 
 /// A Pod of `account` bound to `node` (never run: only its binding matters to the token).
 async fn pod_on(ns: &TestNamespace, name: &str, node: &str, account: &str) -> Pod {
@@ -84,36 +47,6 @@ async fn extra_node_name(client: &Client) -> Option<String> {
         .unwrap();
     let extra = answer.status?.user_info?.extra?;
     extra.get("authentication.kubernetes.io/node-name")?.first().cloned()
-}
-
-fn refused<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str, says: &str) {
-    match result {
-        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 403 => {
-            assert!(status.message.contains(says), "{what}: {}", status.message)
-        }
-        other => panic!("{what}: expected a refusal, got {other:?}"),
-    }
-}
-
-/// Waits until `attempt` (a write another node's policy refuses, undone when it got through) is
-/// refused with `says`: a policy is enforced only once the API server has loaded it and its binding.
-async fn until_refused<F, Fut>(what: &str, says: &str, mut attempt: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), kube::Error>>,
-{
-    wait_until(&format!("{what} in force"), Duration::from_secs(30), || {
-        let tried = attempt();
-        async move {
-            Ok(match tried.await {
-                Err(kube::Error::Api(status)) if status.message.contains(says) => Progress::Done(()),
-                Ok(()) => Progress::Pending("the write went through".into()),
-                Err(other) => Progress::Pending(format!("{other}")),
-            })
-        }
-    })
-    .await
-    .unwrap();
 }
 
 fn slice_of(ns: &TestNamespace, node: &str) -> ResourceSlice {
@@ -145,7 +78,8 @@ async fn node_components_write_only_their_own_nodes_objects() {
     ns.client_as("gpu-node-agent", Access::Cluster(node_agent_rules()))
         .await
         .unwrap();
-    install_policies(&ns).await;
+    let installed = install_rendered_policies(&ns, "node-scope").await;
+    assert_eq!(installed, 3, "the chart renders three node-scope policies");
 
     let handler_pod = pod_on(&ns, "handler", &a, "gpu-handler").await;
     let agent_pod = pod_on(&ns, "agent", &a, "gpu-node-agent").await;

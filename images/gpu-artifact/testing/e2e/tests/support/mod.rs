@@ -9,6 +9,7 @@ pub mod gated_cluster;
 pub mod gpu_classes;
 pub mod module_hooks;
 pub mod node_objects;
+pub mod policies;
 pub mod publisher;
 pub mod rendered_rbac;
 
