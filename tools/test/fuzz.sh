@@ -18,7 +18,8 @@ start=$(date +%s)
 rc=${PIPESTATUS[0]}
 echo
 echo "=== property runs ==="
-grep -E '^property .*: [0-9]+ cases passed' "$logs/fuzz.log" | sort
+# Two test threads print side by side: a count may follow another line's text, so match it anywhere.
+grep -oE "property [^:]+: [0-9]+ cases passed \([^)]*\)( in [0-9.]+ s)?" "$logs/fuzz.log" | sort -u
 passed=$(grep -E '^test result:' "$logs/fuzz.log" | sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed.*/\1/' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -E '^test result:' "$logs/fuzz.log" | sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed.*/\2/' | awk '{s+=$1} END {print s+0}')
 [ "$rc" = 0 ] || [ "$failed" != 0 ] || failed=1
