@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler on 127.0.0.1 with generated
 # certificates, RBAC, service-account token signing and the DRA gates on; prints the admin kubeconfig path.
 #
@@ -83,6 +85,8 @@ start() { # name args...
   local name=$1; shift
   setsid "$TESTBED_BIN/$name" "$@" > "$dir/logs/$name.log" 2>&1 < /dev/null 3>&- &
   echo "$! $name" >> "$dir/pids"
+  # The command line, one argument a line, for restart-component.sh (outage tests).
+  mkdir -p "$dir/cmd"; printf '%s\n' "$TESTBED_BIN/$name" "$@" > "$dir/cmd/$name"
 }
 wait_healthy() { # name url [curl args]
   local name=$1 url=$2; shift 2

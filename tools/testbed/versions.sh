@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # The two Kubernetes releases the test bed runs, and the etcd each one pairs with
 # (from that release's hack/lib/etcd.sh and build/dependencies.yaml).
 # K8S=1.34 is our floor: v1.34.5 exists, but a dozen of its staging modules (k8s.io/kube-scheduler@v0.34.5, ...)

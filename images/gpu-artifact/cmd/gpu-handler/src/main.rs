@@ -81,6 +81,7 @@ async fn main() -> anyhow::Result<()> {
         links.card_health.subscribe(),
         health_sender,
     ));
+    let (holdings_sender, holdings) = watch::channel(Default::default());
     let claims = Arc::new(NodeClaims::new(
         client.clone(),
         DRIVER_NAME,
@@ -89,12 +90,17 @@ async fn main() -> anyhow::Result<()> {
             catalog,
             backend: links.backend.subscribe(),
             after_change: links.trigger.clone(),
+            holdings: holdings_sender,
         },
         claim_metrics,
     ));
     tokio::spawn({
         let claims = claims.clone();
         async move { claims.reconcile_when_ready().await }
+    });
+    tokio::spawn({
+        let claims = claims.clone();
+        async move { claims.supervise_mps(plugin.mps_supervise_interval).await }
     });
     let server = PluginServer::start_with_health(plugin.plugin(), claims, Some(health_feed), shutdown.clone()).await?;
     tokio::spawn(follow_registration(
@@ -108,12 +114,15 @@ async fn main() -> anyhow::Result<()> {
         field_manager: hardware_status::FIELD_MANAGER.to_owned(),
         mig_offers: plugin.mig_offers,
     };
-    let publishing = tokio::spawn(slice_publication::run(
+    let publishing = tokio::spawn(slice_publication::run_with_holdings(
         client.clone(),
         publisher,
         links.offers.subscribe(),
-        catalog_sender,
-        all_devices_sender,
+        holdings,
+        slice_publication::PublishedSenders {
+            catalog: catalog_sender,
+            all_devices: all_devices_sender,
+        },
         metrics,
         shutdown.clone(),
     ));

@@ -25,6 +25,8 @@ pub struct CardOffering {
     /// The card's health taints; every offer of the card carries them (a MIG placement inherits
     /// its card's). Empty for a healthy card.
     pub taints: Vec<DeviceTaint>,
+    /// From `status.pciInfo.pcieRoot`: the PCIe root complex, `pci<domain>:<bus>`.
+    pub pcie_root: Option<String>,
 }
 
 impl CardOffering {

@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::card::{CardOffering, OfferPolicy};
 use crate::catalog::DeviceCatalog;
+use crate::holdings::{CardHoldings, withheld};
 use crate::limits::{MAX_COUNTER_SETS, MAX_DEVICES, MAX_DEVICES_WITH_COUNTERS, check_slice};
 use crate::names::{pool_name, slice_name};
 use crate::offers::{CardOffers, card_offers};
@@ -83,12 +84,24 @@ pub fn build_publication(
     policy: OfferPolicy,
     layout: Layout,
 ) -> Result<Publication, PublicationError> {
+    build_publication_holding(target, cards, policy, layout, &CardHoldings::new())
+}
+
+/// [`build_publication`] for cards held as `holdings` say: the offers a held card cannot give
+/// ([`withheld`]) stay out of the slices but stay in the catalog.
+pub fn build_publication_holding(
+    target: &PoolTarget,
+    cards: &[CardOffering],
+    policy: OfferPolicy,
+    layout: Layout,
+    holdings: &CardHoldings,
+) -> Result<Publication, PublicationError> {
     let mut cards: Vec<&CardOffering> = cards.iter().collect();
     cards.sort_by_key(|card| card.index);
     let (cards, withheld_cards): (Vec<&CardOffering>, Vec<&CardOffering>) =
         cards.into_iter().partition(|card| policy.publishes(card));
-    let per_card: Vec<CardOffers> = cards.iter().map(|card| card_offers(card, policy)).collect();
-    let withheld = withheld_cards
+    let mut per_card: Vec<CardOffers> = cards.iter().map(|card| card_offers(card, policy)).collect();
+    let unpublished: DeviceCatalog = withheld_cards
         .iter()
         .flat_map(|card| card_offers(card, policy).offers)
         .map(|offer| (offer.device.name, offer.offered))
@@ -108,6 +121,10 @@ pub fn build_publication(
                 });
             }
         }
+    }
+
+    for card in &mut per_card {
+        card.offers.retain(|offer| !withheld(&offer.offered, holdings));
     }
 
     let specs = match (layout, policy.counters) {
@@ -172,7 +189,7 @@ pub fn build_publication(
     Ok(Publication {
         slices,
         catalog,
-        withheld,
+        withheld: unpublished,
     })
 }
 

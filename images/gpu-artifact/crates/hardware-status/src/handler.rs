@@ -99,7 +99,7 @@ pub async fn run(
     let watch_trigger = trigger.clone();
     let selector = format!("{}={}", labels::NODE, config.node_name);
     let watch = watcher(gpus.clone(), watcher::Config::default().labels(&selector))
-        .default_backoff()
+        .backoff(controller_plumbing::WatchBackoff::default())
         .reflect(store_writer)
         .for_each(move |event| {
             if let Err(error) = event {
@@ -246,7 +246,7 @@ fn send_if_changed<T: PartialEq>(sender: &watch::Sender<T>, value: T) {
 }
 
 fn write_backoff() -> Backoff {
-    Backoff::new(Duration::from_millis(200), Duration::from_secs(30))
+    Backoff::new(Duration::from_millis(200), Duration::from_secs(5))
 }
 
 /// The tokio instant of unix second `at` (now when it is past).

@@ -45,6 +45,11 @@ pub fn offerable_cards<'a>(
                     .as_ref()
                     .and_then(|s| s.node_info.as_ref())
                     .and_then(|n| n.bare_metal),
+                pcie_root: gpu
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.pci_info.as_ref())
+                    .and_then(|p| p.pcie_root.clone()),
                 inventory,
                 taints: health.get(&address).map(|h| taints(h, policy)).unwrap_or_default(),
             })

@@ -52,7 +52,10 @@ async fn the_a30_and_h100_fixtures_read_as_the_spec_fills_them() {
         };
         assert_eq!(monitor_problem, None, "{fixture}: Xids are watched");
         let reading = health[&address.parse().unwrap()].as_ref().unwrap();
-        assert!(!reading.lost && reading.recovery_action.is_some(), "{fixture}: {reading:?}");
+        assert!(
+            !reading.lost && reading.recovery_action.is_some(),
+            "{fixture}: {reading:?}"
+        );
         let card = readings[&address.parse().unwrap()].as_ref().unwrap();
         let caps = capabilities(card);
         assert_eq!(caps.vendor, Some(Vendor::Nvidia));

@@ -6,6 +6,9 @@
 //! It must never decide anything about devices: what a claim means, and whether preparing it is
 //! safe, belongs to the preparer. A claim's failure is reported for that claim only.
 
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 mod config;
 mod dra_service;
 mod dra_versions;

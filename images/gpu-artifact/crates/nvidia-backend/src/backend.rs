@@ -12,6 +12,9 @@ use nvml_wrapper::{Device, Nvml};
 use crate::config::{DEFAULT_LIBRARY, NvidiaBackendConfig};
 use crate::{errors, health, health_reading, inventory, mig_instances, mig_profiles};
 
+/// The buffer for `nvmlSystemGetProcessName`: the header names no size; a path fits in 256 bytes.
+const PROCESS_NAME_LENGTH: usize = 256;
+
 /// NVML behind the vendor port. Cheap to share (`Arc` inside); every call
 /// looks the card up by PCI address, so handles never outlive a call.
 #[derive(Clone)]
@@ -108,7 +111,13 @@ impl VendorBackend for NvidiaBackend {
     }
 
     fn running_processes(&self, pci_address: &PciAddress) -> Result<Vec<GpuProcess>, VendorError> {
-        inventory::processes(&self.device(pci_address)?, pci_address)
+        let mut processes = inventory::processes(&self.device(pci_address)?, pci_address)?;
+        // Names only make messages better: a process gone in between, or a library without the
+        // call, leaves it unnamed.
+        for process in &mut processes {
+            process.name = self.nvml.sys_process_name(process.pid, PROCESS_NAME_LENGTH).ok();
+        }
+        Ok(processes)
     }
 
     fn health_monitor(&self, pci_addresses: &[PciAddress]) -> Result<Box<dyn HealthMonitor>, VendorError> {

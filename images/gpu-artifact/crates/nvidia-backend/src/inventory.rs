@@ -160,6 +160,7 @@ pub fn processes(device: &Device<'_>, pci_address: &PciAddress) -> Result<Vec<Gp
             },
             gpu_instance_id: p.gpu_instance_id,
             compute_instance_id: p.compute_instance_id,
+            name: None,
         })
         .collect())
 }

@@ -159,6 +159,7 @@ fn a_reset_is_refused_while_a_process_runs() {
         used_gpu_memory_bytes: 0,
         gpu_instance_id: None,
         compute_instance_id: None,
+        name: None,
     };
     node.state().add_process(&pci, process).unwrap();
     let refused = node.state().reset_gpu(&pci).unwrap().unwrap_err();

@@ -27,5 +27,5 @@ mod taint_support;
 pub use diff::{Plan, plan};
 pub use metrics::{COUNTERS_DROPPED, PublicationMetrics, ReducedLabels, SHARING_DROPPED, TAINTS_DROPPED, WriteLabels};
 pub use publisher::{COUNTERS_UNSUPPORTED, PublisherConfig, SHARING_UNSUPPORTED};
-pub use run::run;
+pub use run::{PublishedSenders, run, run_with_holdings};
 pub use taint_support::{TAINTS_UNSUPPORTED, UNHEALTHY_WITHDRAWN};

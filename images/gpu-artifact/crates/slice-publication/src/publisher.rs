@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use controller_plumbing::EventPublisher;
 use dra_offers::{
-    CardOffering, DeviceCatalog, Layout, OfferPolicy, PoolTarget, Publication, build_publication, counters_dropped,
-    pool_name, sharing_dropped, taints_dropped,
+    CardHoldings, CardOffering, DeviceCatalog, Layout, OfferPolicy, PoolTarget, Publication, build_publication_holding,
+    counters_dropped, pool_name, sharing_dropped, taints_dropped,
 };
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::resource::v1::ResourceSlice;
@@ -110,10 +110,17 @@ impl Publisher {
         }
     }
 
-    /// Brings the stored pool to what `cards` and `node` call for; returns what is published.
-    pub async fn publish(&mut self, cards: &[CardOffering], node: &NodeView) -> anyhow::Result<Published> {
+    /// Brings the stored pool to what `cards`, their `holdings` and `node` call for; returns what is
+    /// published and every offer (withheld ones included, so an allocation made before they were
+    /// withheld still resolves).
+    pub async fn publish(
+        &mut self,
+        cards: &[CardOffering],
+        holdings: &CardHoldings,
+        node: &NodeView,
+    ) -> anyhow::Result<Published> {
         loop {
-            let publication = self.build(cards, node)?;
+            let publication = self.build(cards, holdings, node)?;
             let desired = owned_by(publication.slices, node);
             if self.taints == TaintSupport::Unknown && carries_taints(&desired) {
                 match probe(&self.store, &desired).await? {
@@ -210,9 +217,9 @@ impl Publisher {
         self.announced_withheld = now;
     }
 
-    fn build(&self, cards: &[CardOffering], node: &NodeView) -> anyhow::Result<Publication> {
+    fn build(&self, cards: &[CardOffering], holdings: &CardHoldings, node: &NodeView) -> anyhow::Result<Publication> {
         let policy = self.policy(node);
-        match build_publication(&self.target, cards, policy, self.layout) {
+        match build_publication_holding(&self.target, cards, policy, self.layout, holdings) {
             Ok(publication) => Ok(publication),
             Err(error) if policy.counters => {
                 tracing::error!(%error, "the node's offers do not fit a ResourceSlice; publishing whole cards only");
@@ -220,7 +227,13 @@ impl Publisher {
                     counters: false,
                     ..policy
                 };
-                Ok(build_publication(&self.target, cards, whole_cards, self.layout)?)
+                Ok(build_publication_holding(
+                    &self.target,
+                    cards,
+                    whole_cards,
+                    self.layout,
+                    holdings,
+                )?)
             }
             Err(error) => Err(error.into()),
         }

@@ -5,7 +5,7 @@
 use anyhow::Context;
 use component_base::Shutdown;
 use controller_plumbing::{Backoff, retry_until_ok};
-use dra_offers::{CardOffering, DeviceCatalog, Layout};
+use dra_offers::{CardHoldings, CardOffering, DeviceCatalog, Layout};
 use k8s_openapi::apimachinery::pkg::version::Info;
 use tokio::sync::watch;
 
@@ -13,17 +13,39 @@ use crate::metrics::{COUNTERS_DROPPED, PublicationMetrics, SHARING_DROPPED, TAIN
 use crate::node_watch::{NodeView, watch_node};
 use crate::publisher::{Publisher, PublisherConfig};
 
+/// Where the publisher tells what it published.
+pub struct PublishedSenders {
+    /// The offers in the published slices.
+    pub catalog: watch::Sender<DeviceCatalog>,
+    /// Every device of the node's cards, withheld ones included (claims prepared before may still
+    /// use them, and the kubelet is told their health).
+    pub all_devices: watch::Sender<DeviceCatalog>,
+}
+
 /// Runs until `shutdown` (or until the sender of `cards` is dropped). Publishes the node's pool
 /// for `cards`, republishing when they or the Node's offer labels (`allow-mig`, `allow-timeslicing`,
-/// `allow-mps`) change, and
-/// sends what is published on `catalog`, and every device of the node's cards (withheld ones
-/// included) on `all_devices`. Failed writes are retried with backoff; they never end it.
+/// `allow-mps`) change, and sends what is published on `published`. Failed writes are retried with
+/// backoff; they never end it.
 pub async fn run(
     client: kube::Client,
     config: PublisherConfig,
+    cards: watch::Receiver<Vec<CardOffering>>,
+    published: PublishedSenders,
+    metrics: PublicationMetrics,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let (_never_held, holdings) = watch::channel(CardHoldings::new());
+    run_with_holdings(client, config, cards, holdings, published, metrics, shutdown).await
+}
+
+/// [`run`] for a node whose cards are held as `holdings` say (by the claims the node prepared):
+/// republishes when they change, leaving out the offers a held card cannot give.
+pub async fn run_with_holdings(
+    client: kube::Client,
+    config: PublisherConfig,
     mut cards: watch::Receiver<Vec<CardOffering>>,
-    catalog: watch::Sender<DeviceCatalog>,
-    all_devices: watch::Sender<DeviceCatalog>,
+    mut holdings: watch::Receiver<CardHoldings>,
+    PublishedSenders { catalog, all_devices }: PublishedSenders,
     metrics: PublicationMetrics,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
@@ -56,7 +78,8 @@ pub async fn run(
             break;
         };
         let input = cards.borrow_and_update().clone();
-        let pause = match publisher.publish(&input, &view).await {
+        let held = holdings.borrow_and_update().clone();
+        let pause = match publisher.publish(&input, &held, &view).await {
             Ok(published) => {
                 catalog.send_replace(published.catalog);
                 all_devices.send_if_modified(|current| {
@@ -84,12 +107,20 @@ pub async fn run(
         tokio::select! {
             _ = retry => {}
             changed = cards.changed() => if changed.is_err() { break },
+            _ = changed_or_never(&mut holdings) => {}
             _ = node.changed() => {}
             _ = shutdown.cancelled() => break,
         }
     }
     node_watch.abort();
     Ok(())
+}
+
+/// Resolves when the holdings change; never once their sender is gone (they cannot change again).
+async fn changed_or_never(holdings: &mut watch::Receiver<CardHoldings>) {
+    if holdings.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// The (major, minor) of a server whose version is `info` (`minor` may carry a `+`, as on some

@@ -145,8 +145,10 @@ async fn start_publisher(
                 client,
                 config,
                 cards_receiver,
-                catalog_sender,
-                all_devices,
+                slice_publication::PublishedSenders {
+                    catalog: catalog_sender,
+                    all_devices,
+                },
                 metrics,
                 shutdown,
             )

@@ -193,7 +193,9 @@ impl Drop for KubeletSim {
 async fn watch_pods(shared: Arc<SimShared>, node_name: String) {
     let api = Api::<Pod>::all(shared.client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
-    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    let mut events = watcher::watcher(api, config)
+        .backoff(controller_plumbing::WatchBackoff::default())
+        .boxed();
     let mut workers = JoinSet::new();
     let mut pods: HashMap<String, watch::Sender<Option<Pod>>> = HashMap::new();
     let mut relisted: Vec<String> = Vec::new();

@@ -43,6 +43,11 @@ pub struct GpuState {
     pub gpu_instances: Vec<GpuInstanceState>,
     #[serde(default)]
     pub processes: Vec<ProcessState>,
+    /// Processes that hold the card open without a compute context (DCGM's `nv-hostengine`,
+    /// `nvidia-persistenced`): NVML's process lists do not show them, but like processes they keep
+    /// a MIG mode change pending ("In use by another client").
+    #[serde(default)]
+    pub clients: Vec<ClientState>,
     /// The card fell off the bus: event waits and every query of the card report
     /// `NVML_ERROR_GPU_IS_LOST`.
     #[serde(default)]
@@ -129,6 +134,17 @@ pub struct ProcessState {
     pub gpu_instance_id: Option<u32>,
     #[serde(default)]
     pub compute_instance_id: Option<u32>,
+    /// What `nvmlSystemGetProcessName` answers for the pid.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// A process holding the card open without a compute context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientState {
+    pub pid: u32,
+    pub name: String,
 }
 
 /// An Xid that happened at `seq` (ordering across cards and processes).

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use crate::machine::Machine;
 use crate::pci::PciBusId;
 use crate::session::{MACHINE_FILE_NAME, STATE_FILE_NAME};
-use crate::state::{MockState, ProcessState, StateStore, XidEvent};
+use crate::state::{ClientState, MockState, ProcessState, StateStore, XidEvent};
 
 mod health_faults;
 
@@ -183,6 +183,15 @@ impl MockStateFile {
 
     pub fn remove_process(&self, pci_bus_id: &str, pid: u32) -> io::Result<()> {
         self.update_gpu(pci_bus_id, |gpu| gpu.processes.retain(|p| p.pid != pid))
+    }
+
+    /// A process starts holding the card open without a compute context (DCGM's nv-hostengine).
+    pub fn add_client(&self, pci_bus_id: &str, client: ClientState) -> io::Result<()> {
+        self.update_gpu(pci_bus_id, |gpu| gpu.clients.push(client))
+    }
+
+    pub fn remove_client(&self, pci_bus_id: &str, pid: u32) -> io::Result<()> {
+        self.update_gpu(pci_bus_id, |gpu| gpu.clients.retain(|c| c.pid != pid))
     }
 
     /// Marks a card as fallen off the bus (or back).

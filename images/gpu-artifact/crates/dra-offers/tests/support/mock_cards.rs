@@ -29,6 +29,7 @@ pub fn mock_cards(fixture: &str, node: &str, pci_device: &str, device_label: &st
             inventory: backend.inventory(pci).expect("inventory"),
             bare_metal: Some(true),
             taints: Vec::new(),
+            pcie_root: Some("pci0000:00".to_owned()),
         })
         .collect()
 }

@@ -6,7 +6,10 @@
 pub mod components;
 pub mod examples;
 pub mod gated_cluster;
+pub mod gpu_classes;
+pub mod module_hooks;
 pub mod node_objects;
+pub mod policies;
 pub mod publisher;
 pub mod rendered_rbac;
 
@@ -90,6 +93,18 @@ pub fn device_type_class(ns: &TestNamespace, name: &str, device_type: &str) -> D
         r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "{device_type}""#
     );
     device_class(ns, name, &expression, None)
+}
+
+/// [`device_class`] that lets its cards go to vfio-pci: the opaque `VfioDeviceConfig` an admin puts
+/// on a class for virtual machines (the only way a claim may get VFIO).
+pub fn vfio_class(ns: &TestNamespace, name: &str, expression: &str) -> DeviceClass {
+    let mut class = device_class(ns, name, expression, None);
+    class.spec.config = Some(vec![
+        serde_json::from_value(json!({"opaque": {"driver": DRIVER, "parameters": {
+            "apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"}}}))
+        .expect("a valid class config"),
+    ]);
+    class
 }
 
 /// A Pod pinned to `node` (tests share the cluster); `extra` is merged into its spec.

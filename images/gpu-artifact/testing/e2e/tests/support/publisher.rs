@@ -40,8 +40,10 @@ impl RunningPublisher {
             client,
             config,
             cards_receiver,
-            catalog_sender,
-            all_devices_sender,
+            slice_publication::PublishedSenders {
+                catalog: catalog_sender,
+                all_devices: all_devices_sender,
+            },
             metrics.clone(),
             shutdown.clone(),
         ));
