@@ -80,6 +80,8 @@ CFG
 # The DRA gates each release still has as gates (versions.sh); TESTBED_FEATURE_GATES overrides,
 # e.g. to prove what the module does with a gate off.
 gates="${TESTBED_FEATURE_GATES:-$TESTBED_GATES}"
+runtime_config=()
+if [ -n "$TESTBED_RUNTIME_CONFIG" ]; then runtime_config=(--runtime-config "$TESTBED_RUNTIME_CONFIG"); fi
 
 start() { # name args...
   local name=$1; shift
@@ -115,7 +117,7 @@ start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" --bind-address
   --requestheader-client-ca-file "$pki/ca.crt" --requestheader-allowed-names front-proxy-client \
   --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
   --requestheader-extra-headers-prefix X-Remote-Extra- \
-  --feature-gates "$gates" --profiling=false --enable-priority-and-fairness=false
+  --feature-gates "$gates" "${runtime_config[@]}" --profiling=false --enable-priority-and-fairness=false
 admin_curl=(--cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key")
 wait_healthy kube-apiserver "$server/readyz" "${admin_curl[@]}"
 

@@ -8,6 +8,7 @@
 use std::pin::Pin;
 use std::time::Duration;
 
+use component_base::Shutdown;
 use futures::Stream;
 use kubelet_plugin_api::{dra_health_v1 as v1, dra_health_v1alpha1 as v1alpha1, dra_health_v1beta1 as v1beta1};
 use tokio::sync::{mpsc, watch};
@@ -44,31 +45,37 @@ pub type HealthFeed = watch::Receiver<Vec<DeviceHealthReport>>;
 #[derive(Clone)]
 pub(crate) struct HealthService {
     feed: HealthFeed,
+    /// Ends every open stream, so that the server's graceful stop does not wait for the kubelet
+    /// to hang up (it never does by itself).
+    shutdown: Shutdown,
 }
 
 impl HealthService {
-    pub(crate) fn new(feed: HealthFeed) -> Self {
-        Self { feed }
+    pub(crate) fn new(feed: HealthFeed, shutdown: Shutdown) -> Self {
+        Self { feed, shutdown }
     }
 
     /// A stream of `convert(list)` on connect, on every change and every heartbeat, ending when the
-    /// kubelet goes away or the feed closes.
+    /// kubelet goes away, the feed closes or the plugin shuts down.
     fn stream<M: Send + 'static>(
         &self,
         convert: fn(&[DeviceHealthReport], i64) -> M,
     ) -> Pin<Box<dyn Stream<Item = Result<M, Status>> + Send>> {
         let (sender, receiver) = mpsc::channel(2);
         let mut feed = self.feed.clone();
+        let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
             loop {
                 let reports = feed.borrow_and_update().clone();
-                if sender.send(Ok(convert(&reports, unix_now()))).await.is_err() {
-                    return;
+                tokio::select! {
+                    sent = sender.send(Ok(convert(&reports, unix_now()))) => if sent.is_err() { return },
+                    _ = shutdown.cancelled() => return,
                 }
                 tokio::select! {
                     changed = feed.changed() => if changed.is_err() { return },
                     _ = tokio::time::sleep(HEARTBEAT) => {}
                     _ = sender.closed() => return,
+                    _ = shutdown.cancelled() => return,
                 }
             }
         });

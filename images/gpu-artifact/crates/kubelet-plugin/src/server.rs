@@ -66,7 +66,7 @@ impl PluginServer {
         };
 
         let service = DraService::new(preparer);
-        let health_service = health.map(HealthService::new);
+        let health_service = health.map(|feed| HealthService::new(feed, shutdown.clone()));
         let dra_router = Server::builder()
             .add_service(dra_v1::dra_plugin_server::DraPluginServer::new(service.clone()))
             .add_service(dra_v1beta1::dra_plugin_server::DraPluginServer::new(service))

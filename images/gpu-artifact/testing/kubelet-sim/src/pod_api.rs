@@ -67,22 +67,29 @@ pub(crate) async fn set_running(client: &Client, pod: &Pod) -> kube::Result<()> 
 }
 
 /// Writes each container's `allocatedResourcesStatus` (an empty list removes it), keeping the rest
-/// of the container statuses as stored.
+/// of the container statuses as stored. Writes nothing when the stored Pod already shows `statuses`
+/// (or has no container statuses yet): the caller compares with what is stored, not with what it
+/// wrote, because other status writes replace the container statuses and drop the field.
+/// Returns whether it wrote.
 pub(crate) async fn set_resource_health(
     client: &Client,
     pod: &Pod,
     statuses: &crate::pod_health::ResourceStatuses,
-) -> kube::Result<()> {
-    let stored = pod
+) -> kube::Result<bool> {
+    let stored: Vec<Value> = pod
         .status
         .as_ref()
         .and_then(|s| s.container_statuses.clone())
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .iter()
+        .map(|status| serde_json::to_value(status).unwrap_or_default())
+        .collect();
     let containers: Vec<Value> = stored
         .iter()
         .map(|status| {
-            let mut value = serde_json::to_value(status).unwrap_or_default();
-            match statuses.get(&status.name).filter(|entries| !entries.is_empty()) {
+            let mut value = status.clone();
+            let entries = status["name"].as_str().and_then(|name| statuses.get(name));
+            match entries.filter(|entries| !entries.is_empty()) {
                 Some(entries) => value["allocatedResourcesStatus"] = json!(entries),
                 None => {
                     if let Some(object) = value.as_object_mut() {
@@ -93,6 +100,9 @@ pub(crate) async fn set_resource_health(
             value
         })
         .collect();
+    if containers == stored {
+        return Ok(false);
+    }
     pods(client, pod)
         .patch_status(
             &name(pod),
@@ -100,7 +110,7 @@ pub(crate) async fn set_resource_health(
             &Patch::Merge(json!({"status": {"containerStatuses": containers}})),
         )
         .await?;
-    Ok(())
+    Ok(true)
 }
 
 /// Finalises a terminating Pod as the kubelet does once its resources are released.

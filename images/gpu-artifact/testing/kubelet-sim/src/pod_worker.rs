@@ -95,7 +95,6 @@ async fn follow_health(shared: &SimShared, updates: &mut PodUpdates) {
         return;
     }
     let mut changed = shared.health.changed.subscribe();
-    let mut written = None;
     loop {
         let Some(pod) = current(updates).filter(|pod| !is_leaving(pod)) else {
             return;
@@ -105,13 +104,8 @@ async fn follow_health(shared: &SimShared, updates: &mut PodUpdates) {
             let health = shared.health.cache.lock().unwrap();
             allocated_resources_status(&pod, &claims, &health, shared.options.health_messages, Instant::now())
         };
-        if written.as_ref() != Some(&want) {
-            match pod_api::set_resource_health(&shared.client, &pod, &want).await {
-                Ok(()) => written = Some(want),
-                Err(error) => {
-                    tracing::warn!(pod = %pod_api::key(&pod), %error, "could not write allocatedResourcesStatus")
-                }
-            }
+        if let Err(error) = pod_api::set_resource_health(&shared.client, &pod, &want).await {
+            tracing::warn!(pod = %pod_api::key(&pod), %error, "could not write allocatedResourcesStatus")
         }
         tokio::select! {
             _ = changed.changed() => {}
