@@ -205,6 +205,31 @@ async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_componen
     .await;
     scrapes.push(("gpu-handler", text));
 
+    // An application Xid is counted; a critical one is also an active cause of the card.
+    node.mock.state().inject_xid(node.s.address, 13, None, None).unwrap();
+    node.mock.state().inject_xid(node.s.address, 48, None, None).unwrap();
+    let critical = [("cause", "XidCritical"), ("detail", "48")];
+    let text = metrics_when(
+        node.handler_port,
+        &node.handler,
+        "the Xids counted, the critical one a cause",
+        |t| {
+            value(
+                t,
+                "gpu_handler_xid_errors_total",
+                &[("xid", "13"), ("class", "application")],
+            ) == Some(1.0)
+                && value(
+                    t,
+                    "gpu_handler_xid_errors_total",
+                    &[("xid", "48"), ("class", "critical")],
+                ) == Some(1.0)
+                && value(t, "gpu_handler_gpu_health_cause", &critical) == Some(1.0)
+        },
+    )
+    .await;
+    scrapes.push(("gpu-handler", text));
+
     // The node agent counts the card it keeps a PhysicalGPU for.
     let agent_text = scrape(node.s.agent_port).unwrap();
     assert_eq!(
