@@ -78,6 +78,21 @@ metrics_exist() {
 }
 check "dashboards and rules parse and query only served metrics" metrics_exist
 
+# The alerts fire and resolve as their rules promise: promtool's rule unit tests (tools/test/alert-tests)
+# on the rule files wrapped in `groups:`, the shape Deckhouse renders them into.
+alert_tests() {
+  local tmp rc=0; tmp=$(mktemp -d)
+  for rules in "$repo"/monitoring/prometheus-rules/*.yaml; do
+    { echo "groups:"; sed 's/^/  /' "$rules"; } > "$tmp/$(basename "$rules")"
+  done
+  for test in "$repo"/tools/test/alert-tests/*.yaml; do
+    cp "$test" "$tmp/test-$(basename "$test")"
+    promtool test rules "$tmp/test-$(basename "$test")" || rc=1
+  done
+  rm -rf "$tmp"; return $rc
+}
+check "alerts fire and resolve as tools/test/alert-tests expects (promtool test rules)" alert_tests
+
 # oss.yaml's versions are the ones the build uses: the NVIDIA images' (build/components/upstream-images.yml)
 # and the Rust crates' (images/gpu-artifact/Cargo.lock).
 oss_versions_match() {
