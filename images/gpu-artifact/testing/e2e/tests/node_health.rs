@@ -45,22 +45,6 @@ fn has_taint(taints: &[(String, String, String)], key: &str, value: &str, effect
     taints.iter().any(|(k, v, e)| k == key && v == value && e == effect)
 }
 
-/// Waits until the scheduler gave up on `pod` for now (PodScheduled False, Unschedulable).
-async fn unschedulable(node: &PluginNode, pod: &str) -> String {
-    let pods = node.s.ns.api::<Pod>();
-    wait_until(&format!("pod {pod} unschedulable"), Duration::from_secs(60), || async {
-        let pod = pods.get(pod).await?;
-        let message = scheduling_message(&pod);
-        Ok(if message.starts_with("Unschedulable:") {
-            Progress::Done(message)
-        } else {
-            Progress::Pending(message)
-        })
-    })
-    .await
-    .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_critical_xid_taints_the_card_tells_its_pod_and_a_reset_brings_it_back() {
     let node = PluginNode::start("health-xid", NamedHost::A30Pcie, &[]).await;
@@ -152,7 +136,7 @@ async fn a_critical_xid_taints_the_card_tells_its_pod_and_a_reset_brings_it_back
         .unwrap();
     node.wait_pod_gone("trainer").await;
     claim_pod(&node, "second", "Physical").await;
-    let why = unschedulable(&node, "second").await;
+    let why = wait_unschedulable(ns, "second").await;
     assert!(why.contains("cannot allocate all claims"), "{why}");
     let pending = ns.api::<Pod>().get("second").await.unwrap();
     assert!(pending.spec.unwrap().node_name.is_none());

@@ -17,7 +17,7 @@ use kube::api::DeleteParams;
 use plugin_node::PluginNode;
 use serde_json::{Value, json};
 use support::*;
-use testbed::{Progress, TestNamespace, wait_until};
+use testbed::TestNamespace;
 
 fn class_expression(device_type: &str, extra: &str) -> String {
     format!(
@@ -164,21 +164,7 @@ async fn mig_pods_share_a_card_at_separate_placements_and_the_whole_card_waits()
     assert!(node.mig_enabled());
 
     create(&pods, &templated_pod("whole", node.s.node.name(), "whole-card")).await;
-    let pending = wait_until(
-        "the whole-card pod to be unschedulable",
-        Duration::from_secs(60),
-        || async {
-            let pod = pods.get("whole").await?;
-            let message = scheduling_message(&pod);
-            Ok(if message.starts_with("Unschedulable") {
-                Progress::Done(message)
-            } else {
-                Progress::Pending(message)
-            })
-        },
-    )
-    .await
-    .unwrap();
+    let pending = wait_unschedulable(ns, "whole").await;
     assert!(node.kubelet.prepared(ns.name(), "whole").is_none(), "{pending}");
 
     for name in ["mig-a", "mig-b"] {

@@ -159,7 +159,7 @@ async fn two_mps_shares_fill_a_card_and_a_third_waits() {
     assert!(tools.mps_daemon_running(&uuid));
 
     create(&pods, &templated_pod("share-50", node.s.node.name(), "mps-50")).await;
-    let message = unschedulable(&node, "share-50").await;
+    let message = wait_unschedulable(&node.s.ns, "share-50").await;
     assert!(node.kubelet.prepared(ns.name(), "share-50").is_none(), "{message}");
 
     for percent in [30, 70] {
@@ -180,25 +180,6 @@ async fn two_mps_shares_fill_a_card_and_a_third_waits() {
         "stopped after both left, started again for the next share: {:?}",
         tools.calls()
     );
-}
-
-/// Waits until the scheduler gives up on `pod` for now; returns its message.
-async fn unschedulable(node: &PluginNode, pod: &str) -> String {
-    let pods = node.s.ns.api::<Pod>();
-    wait_until(
-        &format!("{pod} to be unschedulable"),
-        Duration::from_secs(60),
-        || async {
-            let message = scheduling_message(&pods.get(pod).await?);
-            Ok(if message.starts_with("Unschedulable") {
-                Progress::Done(message)
-            } else {
-                Progress::Pending(message)
-            })
-        },
-    )
-    .await
-    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,7 +213,7 @@ async fn a_whole_card_pod_waits_while_shares_hold_the_card_and_runs_once_they_le
     // shares in the counters) and the Pod would stay bound forever; with the offer withheld it
     // waits unschedulable on every release.
     create(&pods, &templated_pod("whole", node.s.node.name(), "whole")).await;
-    let message = unschedulable(&node, "whole").await;
+    let message = wait_unschedulable(&node.s.ns, "whole").await;
     assert!(node.kubelet.prepared(ns.name(), "whole").is_none(), "{message}");
     let whole_pod = pods.get("whole").await.unwrap();
     assert!(
@@ -287,7 +268,7 @@ async fn timeslicing_and_mps_never_share_a_card() {
     create(&pods, &templated_pod("slicing", node.s.node.name(), "slicing")).await;
     // While MPS shares hold the card, its TimeSlicing offer is not published, so every scheduler
     // (1.34 misses committed shares in the counters) leaves the Pod unschedulable.
-    let message = unschedulable(&node, "slicing").await;
+    let message = wait_unschedulable(&node.s.ns, "slicing").await;
     assert!(node.kubelet.prepared(ns.name(), "slicing").is_none(), "{message}");
     assert!(
         !node.offered().await.contains(&"gpu0-timeslicing".to_owned()),

@@ -187,6 +187,26 @@ pub fn scheduling_message(pod: &Pod) -> String {
         .unwrap_or_else(|| "no PodScheduled condition yet".into())
 }
 
+/// Waits until the scheduler gave up on the Pod `pod` for now (PodScheduled False, Unschedulable);
+/// returns its reason and message.
+pub async fn wait_unschedulable(ns: &TestNamespace, pod: &str) -> String {
+    let pods = ns.api::<Pod>();
+    wait_until(
+        &format!("pod {pod} to be unschedulable"),
+        Duration::from_secs(60),
+        || async {
+            let message = scheduling_message(&pods.get(pod).await?);
+            Ok(if message.starts_with("Unschedulable") {
+                Progress::Done(message)
+            } else {
+                Progress::Pending(message)
+            })
+        },
+    )
+    .await
+    .unwrap()
+}
+
 pub async fn claims(ns: &TestNamespace) -> Vec<ResourceClaim> {
     ns.api::<ResourceClaim>()
         .list(&ListParams::default())
