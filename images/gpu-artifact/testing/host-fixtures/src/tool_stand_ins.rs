@@ -110,14 +110,26 @@ rm -f "$marker"
     }
 
     /// Kills the card's daemon process with SIGKILL, as a crash would; its marker stays behind.
-    /// Returns the pid it killed.
+    /// Returns the pid it killed, once the process is dead (a signal is delivered asynchronously:
+    /// `kill` returns before the process ends). Panics if it is still alive after 10 s.
     pub fn kill_mps_daemon(&self, uuid: &str) -> Option<u32> {
         let pid = self.mps_daemon_pid(uuid)?;
         let killed = std::process::Command::new("kill")
             .args(["-KILL", &pid.to_string()])
             .status()
             .is_ok_and(|status| status.success());
-        killed.then_some(pid)
+        if !killed {
+            return None;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.mps_daemon_pid(uuid) == Some(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the MPS daemon {pid} of {uuid} still runs 10 s after SIGKILL"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Some(pid)
     }
 
     /// The time slice (`0`..`3`) last set on the card `uuid`, if one was ever set.
