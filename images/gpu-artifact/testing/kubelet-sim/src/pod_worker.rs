@@ -95,6 +95,7 @@ async fn follow_health(shared: &SimShared, updates: &mut PodUpdates) {
         return;
     }
     let mut changed = shared.health.changed.subscribe();
+    let mut written = None;
     loop {
         let Some(pod) = current(updates).filter(|pod| !is_leaving(pod)) else {
             return;
@@ -104,8 +105,21 @@ async fn follow_health(shared: &SimShared, updates: &mut PodUpdates) {
             let health = shared.health.cache.lock().unwrap();
             allocated_resources_status(&pod, &claims, &health, shared.options.health_messages, Instant::now())
         };
-        if let Err(error) = pod_api::set_resource_health(&shared.client, &pod, &want).await {
-            tracing::warn!(pod = %pod_api::key(&pod), %error, "could not write allocatedResourcesStatus")
+        // Written again when the stored Pod lost it (other status writes replace the container
+        // statuses) or when it changed, its messages included; only once the Pod has container
+        // statuses to carry it.
+        let has_containers = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|c| !c.is_empty());
+        if has_containers && (written.as_ref() != Some(&want) || !pod_api::shows_resource_health(&pod, &want)) {
+            match pod_api::set_resource_health(&shared.client, &pod, &want).await {
+                Ok(()) => written = Some(want),
+                Err(error) => {
+                    tracing::warn!(pod = %pod_api::key(&pod), %error, "could not write allocatedResourcesStatus")
+                }
+            }
         }
         tokio::select! {
             _ = changed.changed() => {}

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject};
 use kubelet_plugin::{DeviceHealthReport, ReportedHealth};
 use kubelet_sim::{HealthVersion, HealthWatch, KubeletSimOptions};
 use serde_json::{Value, json};
@@ -25,10 +27,12 @@ fn report(health: ReportedHealth, message: &str) -> Vec<DeviceHealthReport> {
     }]
 }
 
+/// Read untyped, as stored: k8s-openapi's 1.34 types have no `message` and would drop it.
 async fn resource_health(node: &SimNode, pod: &str, want: &str) -> Value {
-    let pods = node.ns.api::<Pod>();
+    let pods: Api<DynamicObject> =
+        Api::namespaced_with(node.ns.client(), node.ns.name(), &ApiResource::erase::<Pod>(&()));
     wait_until(&format!("{pod} shows {want}"), Duration::from_secs(60), || async {
-        let status = serde_json::to_value(pods.get(pod).await?.status).unwrap();
+        let status = pods.get(pod).await?.data["status"].clone();
         let entries = status["containerStatuses"][0]["allocatedResourcesStatus"].clone();
         let resource = entries[0]["resources"][0].clone();
         Ok(if entries[0]["name"] == "claim:gpu" && resource["health"] == want {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
-use kube::api::ListParams;
+use kube::api::{ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 use testbed::{Progress, wait_until};
 
@@ -64,10 +64,10 @@ pub async fn wait_healthy(node: &PluginNode, status: &str) -> Value {
     healthy(&stored).unwrap().clone()
 }
 
-/// The `allocatedResourcesStatus` entries of `pod`'s container `main`.
-pub fn resource_statuses(pod: &Pod) -> Vec<Value> {
-    let status = serde_json::to_value(pod.status.clone().unwrap_or_default()).unwrap();
-    status["containerStatuses"]
+/// The `allocatedResourcesStatus` entries of the container `main` of a Pod as the API server
+/// stores it (read untyped: the 1.34 types of k8s-openapi have no `message` and would drop it).
+pub fn resource_statuses(pod: &DynamicObject) -> Vec<Value> {
+    pod.data["status"]["containerStatuses"]
         .as_array()
         .into_iter()
         .flatten()
@@ -78,7 +78,8 @@ pub fn resource_statuses(pod: &Pod) -> Vec<Value> {
 
 /// Waits until `pod` shows `health` for its claim `gpu`; returns that entry's one resource.
 pub async fn wait_resource_health(node: &PluginNode, pod: &str, health: &str) -> Value {
-    let pods = node.s.ns.api::<Pod>();
+    let pods: Api<DynamicObject> =
+        Api::namespaced_with(node.s.ns.client(), node.s.ns.name(), &ApiResource::erase::<Pod>(&()));
     wait_until(
         &format!("pod {pod} to show {health} in allocatedResourcesStatus"),
         Duration::from_secs(60),
