@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # make demo: the test bed's real control plane (K8S=1.34 by default, or latest) with two simulated GPU
 # nodes (an A30 node and an 8 x H100 node), gpu-node-agent, gpu-handler and gpu-controller running
 # against them, the simulated kubelets, and docs/examples applied. Prints the walkthrough and leaves

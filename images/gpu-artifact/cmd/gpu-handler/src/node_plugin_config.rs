@@ -10,7 +10,12 @@
 //!   time-sliced card's time slice; point it at the driver root's binary (e.g.
 //!   `/run/nvidia/driver/usr/bin/nvidia-smi`) where the image does not carry one;
 //! - `NVIDIA_MPS_CONTROL` (default `nvidia-cuda-mps-control`, looked up in `PATH`): starts and stops
-//!   the MPS control daemon of a card shared with MPS; the same advice applies.
+//!   the MPS control daemon of a card shared with MPS; the same advice applies;
+//! - `MPS_SUPERVISE_INTERVAL` (default `5s`): how often the MPS daemons of cards with prepared MPS
+//!   shares are checked and started again if they died.
+//!
+//! The pipeline's time limits (tool runs, sysfs writes, vendor calls) are checked at start to end
+//! inside the node lock's wait.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,6 +32,7 @@ pub struct NodePluginConfig {
     pub mig_offers: bool,
     pub nvidia_smi: PathBuf,
     pub mps_control: PathBuf,
+    pub mps_supervise_interval: Duration,
 }
 
 impl NodePluginConfig {
@@ -38,14 +44,29 @@ impl NodePluginConfig {
             Some("false") => false,
             Some(other) => bail!("MIG_OFFERS must be true or false, not {other:?}"),
         };
-        Ok(Self {
+        let mps_supervise_interval = match get("MPS_SUPERVISE_INTERVAL").as_deref().map(str::trim) {
+            None | Some("") => Duration::from_secs(5),
+            Some(text) => parse_seconds(text)
+                .filter(|interval| !interval.is_zero())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "MPS_SUPERVISE_INTERVAL must be a positive number of seconds such as 5s, not {text:?}"
+                    )
+                })?,
+        };
+        let config = Self {
             host_root: path("HOST_ROOT", "/"),
             kubelet_root: path("KUBELET_ROOT", DEFAULT_KUBELET_ROOT),
             cdi_dir: path("CDI_DIR", "/var/run/cdi"),
             mig_offers,
             nvidia_smi: path("NVIDIA_SMI", "nvidia-smi"),
             mps_control: path("NVIDIA_MPS_CONTROL", "nvidia-cuda-mps-control"),
-        })
+            mps_supervise_interval,
+        };
+        if let Err(reason) = config.prepare("-").check_bounds() {
+            bail!("the node pipeline's time limits: {reason}");
+        }
+        Ok(config)
     }
 
     pub fn plugin(&self) -> PluginConfig {
@@ -72,6 +93,15 @@ impl NodePluginConfig {
             ..NodePrepareConfig::new(node_name, &self.host_root)
         }
     }
+}
+
+/// `5s` or `5` (seconds).
+fn parse_seconds(text: &str) -> Option<Duration> {
+    text.strip_suffix('s')
+        .unwrap_or(text)
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
 }
 
 #[cfg(test)]

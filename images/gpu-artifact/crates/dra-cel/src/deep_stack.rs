@@ -9,6 +9,8 @@
 
 use std::cell::Cell;
 
+use crate::CelError;
+
 /// Enough for 250 levels of parentheses in a debug build (which needs about 48 MiB); only the
 /// pages used are committed.
 pub const STACK_BYTES: usize = 96 << 20;
@@ -37,9 +39,13 @@ pub fn spawn_deep_stack<T: Send + 'static>(
         })
 }
 
-/// Runs `f` on a large stack: inline when the current thread has one, else on a scoped thread
-/// with [`STACK_BYTES`]; a panic in `f` continues in the caller.
-pub(crate) fn on_deep_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+/// Runs `f`, the compilation or evaluation of `expression`, on a large stack: inline when the
+/// current thread has one, else on a scoped thread with [`STACK_BYTES`]; a panic in `f` continues
+/// in the caller. A thread the system cannot start fails it.
+pub(crate) fn on_deep_stack<T: Send>(
+    expression: &str,
+    f: impl FnOnce() -> Result<T, CelError> + Send,
+) -> Result<T, CelError> {
     if on_deep_stack_thread() {
         return f();
     }
@@ -51,7 +57,7 @@ pub(crate) fn on_deep_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
                 ON_DEEP_STACK.with(|flag| flag.set(true));
                 f()
             })
-            .expect("spawn the CEL compile thread");
+            .map_err(|e| CelError::compile(expression, format!("cannot start the compile thread: {e}")))?;
         handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
@@ -62,12 +68,15 @@ mod tests {
 
     #[test]
     fn a_deep_stack_thread_runs_work_inline() {
-        let inline = spawn_deep_stack("test-deep", || on_deep_stack(|| std::thread::current().name().map(str::to_owned)))
-            .unwrap()
-            .join()
-            .unwrap();
+        let inline = spawn_deep_stack("test-deep", || {
+            on_deep_stack("x", || Ok(std::thread::current().name().map(str::to_owned)))
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap();
         assert_eq!(inline.as_deref(), Some("test-deep"));
-        let elsewhere = on_deep_stack(|| std::thread::current().name().map(str::to_owned));
+        let elsewhere = on_deep_stack("x", || Ok(std::thread::current().name().map(str::to_owned))).unwrap();
         assert_eq!(elsewhere.as_deref(), Some("dra-cel-compile"));
         assert!(!on_deep_stack_thread());
     }

@@ -17,6 +17,10 @@ impl PrepareStep for WriteCdiSpec {
         "write the CDI spec"
     }
 
+    fn id(&self) -> &'static str {
+        "write-cdi-spec"
+    }
+
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         let uid = &run.request.claim.uid;
         let (devices, claim_edits) = cdi_devices(run)?;
@@ -74,8 +78,7 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
                     Some(percentage) => {
                         let card = card.to_string();
                         let pipe = run.config.mps_pipe_dir(&card).display().to_string();
-                        let log = run.config.mps_log_dir(&card).display().to_string();
-                        edits.with_mps(&pipe, &log, percentage)
+                        edits.with_mps(&pipe, percentage)
                     }
                     None => edits,
                 }
