@@ -11,10 +11,17 @@
 //! It never touches nodes, and it is never needed for safety: the published counters are.
 
 pub mod controller;
+pub mod double_allocation;
+pub mod engine_feed;
+pub mod engine_thread;
+pub mod fencing;
 pub mod metrics;
 pub mod pass;
+pub mod pending_reason;
 pub mod releases;
 pub mod selection;
+#[cfg(test)]
+mod test_objects;
 
 /// Field manager and Event reporter of everything this controller writes.
 pub const FIELD_MANAGER: &str = "gpu-dra-controller";
