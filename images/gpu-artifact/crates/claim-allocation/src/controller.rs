@@ -1,12 +1,14 @@
 //! Watches claims, slices, classes and Pods; while this replica leads, runs an allocation round
-//! after every burst of changes. Unsatisfiable claims wait for the next change of inventory or
-//! claims: nothing runs on a timer.
+//! after every burst of changes. Slice, class and claim events also go to the one engine (see
+//! `engine_feed`), before the stores see them, so a round's engine is never older than its
+//! snapshot. Unsatisfiable claims wait for the next change (or for their Pending reason to be due);
+//! a failed round waits with exponential backoff; a write refused by the fence ends the round.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use component_base::{Readiness, Shutdown};
-use controller_plumbing::{EventPublisher, LeaderElection};
+use controller_plumbing::{Backoff, EventPublisher, LeaderElection};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
@@ -14,9 +16,15 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::FIELD_MANAGER;
+use crate::claim_writes::ClaimWrites;
+use crate::engine_feed::EngineFeed;
+use crate::engine_thread::EngineThread;
+use crate::fencing::{Fence, NotLeading};
 use crate::metrics::Metrics;
+use crate::node_facts::NodeFactStores;
 use crate::pass::{Memory, Round, Snapshot};
 
 /// Quiet time that ends a burst of watch events: one round per burst.
@@ -30,13 +38,22 @@ struct Stores {
     pods: Store<Pod>,
 }
 
-fn watch<K>(api: Api<K>, trigger: Arc<Notify>) -> Store<K>
+/// Hands a watch event to the engine.
+type Forward<K> = fn(&mut EngineFeed, watcher::Event<K>);
+
+fn watch<K>(api: Api<K>, trigger: Arc<Notify>, engine: Option<(EngineThread, Forward<K>)>) -> Store<K>
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
     let (store, writer) = reflector::store();
     let stream = watcher(api, watcher::Config::default())
         .backoff(controller_plumbing::WatchBackoff::default())
+        .inspect(move |event| {
+            if let (Ok(event), Some((engine, forward))) = (event, &engine) {
+                let (event, forward) = (event.clone(), *forward);
+                engine.send(move |feed| forward(feed, event));
+            }
+        })
         .reflect(writer)
         .for_each(move |event| {
             if let Err(error) = event {
@@ -49,6 +66,29 @@ where
     store
 }
 
+/// Delays between failed rounds: doubling from 2 s up to 2 minutes, reset by a round that works.
+pub struct RoundRetry {
+    backoff: Backoff,
+}
+
+impl Default for RoundRetry {
+    fn default() -> Self {
+        RoundRetry {
+            backoff: Backoff::new(Duration::from_secs(2), Duration::from_secs(120)),
+        }
+    }
+}
+
+impl RoundRetry {
+    pub fn failed(&mut self) -> Duration {
+        self.backoff.next_delay()
+    }
+
+    pub fn succeeded(&mut self) {
+        *self = RoundRetry::default();
+    }
+}
+
 pub async fn run(
     client: Client,
     metrics: Metrics,
@@ -57,13 +97,27 @@ pub async fn run(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     readiness.register(READY_GATE);
+    let engine = EngineThread::start()?;
     let trigger = Arc::new(Notify::new());
     let stores = Stores {
-        claims: watch(Api::all(client.clone()), trigger.clone()),
-        slices: watch(Api::all(client.clone()), trigger.clone()),
-        classes: watch(Api::all(client.clone()), trigger.clone()),
-        pods: watch(Api::all(client.clone()), trigger.clone()),
+        claims: watch(
+            Api::all(client.clone()),
+            trigger.clone(),
+            Some((engine.clone(), EngineFeed::claim_event)),
+        ),
+        slices: watch(
+            Api::all(client.clone()),
+            trigger.clone(),
+            Some((engine.clone(), EngineFeed::slice_event)),
+        ),
+        classes: watch(
+            Api::all(client.clone()),
+            trigger.clone(),
+            Some((engine.clone(), EngineFeed::class_event)),
+        ),
+        pods: watch(Api::all(client.clone()), trigger.clone(), None),
     };
+    let node_facts = NodeFactStores::watch(&client);
     tokio::select! {
         synced = async {
             stores.claims.wait_until_ready().await?;
@@ -76,22 +130,59 @@ pub async fn run(
     readiness.set(READY_GATE, true);
     let identity = std::env::var("POD_NAME").ok();
     let events = EventPublisher::new(client.clone(), FIELD_MANAGER, identity);
+    let mut fence = election.as_ref().map(|e| {
+        let lease = e.lease();
+        Fence::new(client.clone(), &lease.namespace, &lease.name, &lease.identity)
+    });
     let mut memory = Memory::default();
+    let mut retry = RoundRetry::default();
+    let mut term_begun = false;
+    let mut wake_at: Option<Instant> = None;
+    let mut hold_until: Option<Instant> = None;
     trigger.notify_one();
     loop {
         if let Some(election) = election.as_mut()
             && !election.is_leader()
         {
+            term_begun = false;
             tokio::select! {
                 leading = election.wait_for_leadership() => if !leading { return Ok(()) },
                 _ = shutdown.cancelled() => return Ok(()),
             }
             tracing::info!("leading: allocating");
         }
-        tokio::select! {
-            _ = trigger.notified() => {}
-            _ = shutdown.cancelled() => return Ok(()),
+        if let Some(fence) = fence.as_mut()
+            && !term_begun
+        {
+            if let Err(error) = fence.begin_term().await {
+                tracing::warn!(%error, "elected, but the Lease does not show this term yet");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    _ = shutdown.cancelled() => return Ok(()),
+                }
+            }
+            term_begun = true;
         }
+        if let Some(until) = hold_until.take() {
+            // After a failure, watch events do not bring the next round forward.
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => {}
+                _ = shutdown.cancelled() => return Ok(()),
+            }
+        } else {
+            let wake = async {
+                match wake_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => futures::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = trigger.notified() => {}
+                _ = wake => {}
+                _ = shutdown.cancelled() => return Ok(()),
+            }
+        }
+        wake_at = None;
         while tokio::time::timeout(BURST_WINDOW, trigger.notified()).await.is_ok() {}
         if election.as_ref().is_some_and(|e| !e.is_leader()) {
             continue;
@@ -101,22 +192,51 @@ pub async fn run(
             slices: stores.slices.state(),
             classes: stores.classes.state(),
             pods: stores.pods.state(),
+            facts: node_facts.facts(),
         };
         let mut round = Round {
-            client: &client,
+            engine: &engine,
+            writes: ClaimWrites {
+                client: &client,
+                fence: fence.as_ref(),
+            },
             events: &events,
             metrics: &metrics,
             memory: &mut memory,
         };
-        if let Err(error) = round.run(&snapshot).await {
-            // A failed write (not a conflict): the watch brings the next round; retry after a pause
-            // so an API outage is not a hot loop.
-            tracing::warn!(error = %format!("{error:#}"), "allocation round failed");
-            let again = trigger.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                again.notify_one();
-            });
+        match round.run(&snapshot).await {
+            Ok(end) => {
+                retry.succeeded();
+                wake_at = end.again_in.map(|wait| Instant::now() + wait);
+            }
+            Err(error) if error.downcast_ref::<NotLeading>().is_some() => {
+                // Leadership moved on between rounds' checks: stop writing at once; the term is
+                // checked again before the next round.
+                tracing::warn!(error = %format!("{error:#}"), "not leading: the round stopped before writing");
+                term_begun = false;
+                hold_until = Some(Instant::now() + Duration::from_secs(1));
+            }
+            Err(error) => {
+                // A failed write or engine call: the next round waits, longer after every failure,
+                // so an API outage is not a hot loop.
+                let delay = retry.failed();
+                tracing::warn!(error = %format!("{error:#}"), retry_in = ?delay, "allocation round failed");
+                hold_until = Some(Instant::now() + delay);
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_rounds_back_off_until_one_works() {
+        let mut retry = RoundRetry::default();
+        let delays: Vec<u64> = (0..8).map(|_| retry.failed().as_secs()).collect();
+        assert_eq!(delays, [2, 4, 8, 16, 32, 64, 120, 120]);
+        retry.succeeded();
+        assert_eq!(retry.failed(), Duration::from_secs(2));
     }
 }

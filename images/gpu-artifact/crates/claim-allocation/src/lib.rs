@@ -2,23 +2,31 @@
 //! allocates only what the scheduler is not about to take ([`selection`]): standalone claims of our
 //! driver that no Pod uses yet, and the claims of Pods that carry the scheduling gate
 //! `gpu.deckhouse.io/allocation` (it then removes the gate, and the scheduler binds the Pod to the
-//! node of the allocation). [`pass`] runs one allocation round with the engine and writes results
-//! with a resourceVersion precondition: a conflict means someone else allocated, and the claim is
-//! re-read, never overwritten. Every allocated claim of our driver is audited against the safety
-//! invariants, whoever allocated it ([`metrics`], Events), and a claim that gives its devices back
-//! gets a `Released` Event ([`releases`]).
+//! node of the allocation). One engine, kept up to date from the watches ([`engine_feed`]) on a
+//! thread of its own ([`engine_thread`]), serves every round ([`pass`]); results are written with
+//! a resourceVersion precondition behind the leadership fence ([`claim_writes`], [`fencing`]): a
+//! conflict means someone else allocated, and the claim is re-read, never overwritten. Every
+//! allocated claim of our driver is audited against the safety invariants, whoever allocated it
+//! ([`metrics`], Events); a device held twice is repaired ([`double_allocation`]); a claim that
+//! fits nowhere is told why, node by node ([`pending_reason`]); a claim that gives its devices
+//! back gets a `Released` Event ([`releases`]).
 //!
 //! It never touches nodes, and it is never needed for safety: the published counters are.
 
+pub mod claim_writes;
 pub mod controller;
 pub mod double_allocation;
 pub mod engine_feed;
 pub mod engine_thread;
 pub mod fencing;
 pub mod metrics;
+pub mod node_facts;
 pub mod pass;
+mod pending_claims;
+pub mod pending_notes;
 pub mod pending_reason;
 pub mod releases;
+mod round_audit;
 pub mod selection;
 #[cfg(test)]
 mod test_objects;

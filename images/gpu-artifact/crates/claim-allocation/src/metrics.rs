@@ -71,9 +71,12 @@ impl Metrics {
 
 /// Counts allocated results of our driver by (class, device type, node). The device type and node
 /// come from the published slices; a device no longer published counts as `unknown`.
-pub fn allocation_counts(claims: &[ResourceClaim], slices: &[ResourceSlice]) -> BTreeMap<AllocationLabels, i64> {
+pub fn allocation_counts<'a>(
+    claims: impl IntoIterator<Item = &'a ResourceClaim>,
+    slices: impl IntoIterator<Item = &'a ResourceSlice>,
+) -> BTreeMap<AllocationLabels, i64> {
     let mut devices: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
-    for slice in slices.iter().filter(|s| s.spec.driver == GPU_DRIVER) {
+    for slice in slices.into_iter().filter(|s| s.spec.driver == GPU_DRIVER) {
         let node = slice.spec.node_name.clone().unwrap_or_default();
         for device in slice.spec.devices.iter().flatten() {
             let device_type = device

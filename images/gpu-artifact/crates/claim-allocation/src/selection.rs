@@ -21,6 +21,17 @@ pub struct GatedPod {
 pub struct Work {
     pub standalone: Vec<Arc<ResourceClaim>>,
     pub gated: Vec<GatedPod>,
+    /// Unallocated claims of our driver whose (ungated) Pod the scheduler found unschedulable:
+    /// not ours to allocate, but their users are told why they fit nowhere.
+    pub unschedulable: Vec<Arc<ResourceClaim>>,
+}
+
+/// True when the scheduler gave up on the Pod for now (PodScheduled False, Unschedulable).
+fn unschedulable(pod: &Pod) -> bool {
+    pod.status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
 }
 
 /// A class is ours when it selects our driver or configures it; claims of other drivers are left
@@ -108,6 +119,13 @@ pub fn plan(claims: &[Arc<ResourceClaim>], pods: &[Arc<Pod>], classes: &HashMap<
             .iter()
             .flat_map(|s| s.scheduling_gates.iter().flatten())
             .any(|g| g.name == SCHEDULING_GATE);
+        if !gated && unschedulable(pod) {
+            let waiting = names
+                .iter()
+                .filter_map(|n| by_key.get(&(namespace.clone(), n.clone())))
+                .filter(|c| !allocated(c) && is_our_claim(c, classes));
+            work.unschedulable.extend(waiting.map(|c| (*c).clone()));
+        }
         if !gated || pod.metadata.deletion_timestamp.is_some() || !complete {
             continue;
         }
@@ -206,5 +224,24 @@ mod tests {
         assert_eq!(work.gated.len(), 1);
         assert_eq!(work.gated[0].claims[0].name_any(), "p-gpu-x");
         assert!(work.standalone.is_empty(), "a claim a Pod uses is never standalone");
+    }
+
+    #[test]
+    fn claims_of_unschedulable_pods_are_explained_not_allocated() {
+        let pod = |name: &str, claim: &str, reason: &str| -> Arc<Pod> {
+            arc(json!({"metadata": {"name": name, "namespace": "ns"},
+                "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]},
+                "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason}]}}))
+        };
+        let claims = vec![claim("waits", "a30"), claim("gated", "a30"), claim("nic", "nic")];
+        let pods = [
+            pod("p1", "waits", "Unschedulable"),
+            pod("p2", "nic", "Unschedulable"),
+            pod("p3", "gated", "SchedulingGated"),
+        ];
+        let work = plan(&claims, &pods, &classes());
+        let names: Vec<_> = work.unschedulable.iter().map(|c| c.name_any()).collect();
+        assert_eq!(names, ["waits"], "only our claims, only where the scheduler gave up");
+        assert!(work.standalone.is_empty());
     }
 }

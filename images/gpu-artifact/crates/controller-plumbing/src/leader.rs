@@ -12,6 +12,15 @@ use tokio::sync::watch;
 #[derive(Clone)]
 pub struct LeaderElection {
     state: watch::Receiver<bool>,
+    lease: LeaseName,
+}
+
+/// The Lease an election competes for, and this replica's identity in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseName {
+    pub namespace: String,
+    pub name: String,
+    pub identity: String,
 }
 
 impl LeaderElection {
@@ -26,7 +35,12 @@ impl LeaderElection {
             .build()
             .await?;
         let (state, _task) = manager.watch().await;
-        Ok(Self { state })
+        let lease = LeaseName {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            identity: identity.to_owned(),
+        };
+        Ok(Self { state, lease })
     }
 
     /// The election a controller Deployment configures: none when `LEADER_ELECTION=false` (a single
@@ -38,6 +52,11 @@ impl LeaderElection {
         let namespace = std::env::var("POD_NAMESPACE").ok().filter(|n| !n.is_empty());
         let namespace = namespace.as_deref().unwrap_or("d8-gpu");
         Ok(Some(Self::start(client, namespace, name, identity).await?))
+    }
+
+    /// The Lease this election competes for (for fencing writes against it).
+    pub fn lease(&self) -> &LeaseName {
+        &self.lease
     }
 
     pub fn is_leader(&self) -> bool {

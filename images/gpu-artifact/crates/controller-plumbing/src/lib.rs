@@ -14,5 +14,5 @@ mod watch_backoff;
 pub use backoff::{Backoff, retry_until_ok};
 pub use cache::keep_cache;
 pub use events::EventPublisher;
-pub use leader::{LeaderElection, while_leading};
+pub use leader::{LeaderElection, LeaseName, while_leading};
 pub use watch_backoff::WatchBackoff;

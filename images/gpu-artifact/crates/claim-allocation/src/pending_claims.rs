@@ -1,0 +1,117 @@
+//! A round's attempt at one claim, and what a claim that gets nothing is told. The engine answers
+//! on its own thread; a panic there costs this claim only (it is skipped until it changes) and is
+//! reported on it. A claim that fits nowhere is explained by the engine, node by node, at most
+//! once per interval, and gets an Event only when the reason changed.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use dra_allocator::{AllocationError, Explanation, claim_id};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
+use kube::ResourceExt;
+
+use crate::engine_thread::EnginePanic;
+use crate::pass::{Round, RoundEnd, Snapshot, claim_key, reference};
+use crate::pending_reason::{Unallocated, mig_classes, pending_reason};
+
+/// Nodes named in a Pending claim's Event.
+pub const NEAREST_NODES: usize = 3;
+
+/// What the engine said of one claim.
+enum Attempt {
+    Allocated(AllocationResult),
+    NoFit,
+    Invalid(AllocationError),
+    /// Our write of it has not come back through the watch yet: nothing to do.
+    AwaitingWatch,
+}
+
+impl Round<'_> {
+    /// Allocates `claim` (on `node`, if given) with the engine; `None` when it gets nothing now.
+    pub(crate) async fn try_allocate(
+        &mut self,
+        claim: &Arc<ResourceClaim>,
+        node: Option<Node>,
+        snapshot: &Snapshot,
+        end: &mut RoundEnd,
+    ) -> anyhow::Result<Option<AllocationResult>> {
+        let uid = claim_id(claim);
+        let version = claim.resource_version().unwrap_or_default();
+        if self.memory.panicked.get(&uid) == Some(&version) {
+            return Ok(None);
+        }
+        let input = claim.clone();
+        let attempt = self
+            .engine
+            .call(move |feed| {
+                if feed.awaiting_watch(&claim_id(&input)) {
+                    return Attempt::AwaitingWatch;
+                }
+                match feed.engine.allocate(&input, node.as_ref()) {
+                    Ok(Some(allocation)) => Attempt::Allocated(allocation),
+                    Ok(None) => Attempt::NoFit,
+                    Err(error) => Attempt::Invalid(error),
+                }
+            })
+            .await;
+        let why = match attempt {
+            Ok(Attempt::Allocated(allocation)) => return Ok(Some(allocation)),
+            Ok(Attempt::AwaitingWatch) => return Ok(None),
+            Ok(Attempt::NoFit) => return self.explain_pending(claim, snapshot, end).await.map(|_| None),
+            Ok(Attempt::Invalid(error)) => Unallocated::Invalid(error),
+            Err(panic) => self.panicked(claim, panic),
+        };
+        self.tell(claim, &why, snapshot, Instant::now()).await;
+        Ok(None)
+    }
+
+    /// Explains why `claim` fits nowhere, if its interval allows, and tells its user.
+    pub(crate) async fn explain_pending(
+        &mut self,
+        claim: &Arc<ResourceClaim>,
+        snapshot: &Snapshot,
+        end: &mut RoundEnd,
+    ) -> anyhow::Result<()> {
+        let now = Instant::now();
+        if let Err(wait) = self.memory.pending.due(&claim_id(claim), now) {
+            end.again_within(wait);
+            return Ok(());
+        }
+        let input = claim.clone();
+        let explained: Result<Result<Option<Explanation>, AllocationError>, EnginePanic> = self
+            .engine
+            .call(move |feed| feed.engine.explain(&input, NEAREST_NODES))
+            .await;
+        let why = match explained {
+            Ok(Ok(Some(explanation))) => Unallocated::NoFit(explanation),
+            // It fits after all (something was freed meanwhile): the next round allocates it.
+            Ok(Ok(None)) => return Ok(()),
+            Ok(Err(error)) => Unallocated::Invalid(error),
+            Err(panic) => self.panicked(claim, panic),
+        };
+        self.tell(claim, &why, snapshot, now).await;
+        Ok(())
+    }
+
+    fn panicked(&mut self, claim: &ResourceClaim, panic: EnginePanic) -> Unallocated {
+        tracing::error!(claim = %claim_key(claim), %panic, "allocation panicked; the claim is skipped until it changes");
+        self.memory
+            .panicked
+            .insert(claim_id(claim), claim.resource_version().unwrap_or_default());
+        Unallocated::Panicked(panic)
+    }
+
+    /// Records the reason and publishes it on the claim when it changed.
+    async fn tell(&mut self, claim: &ResourceClaim, why: &Unallocated, snapshot: &Snapshot, now: Instant) {
+        let classes: BTreeSet<String> = mig_classes(snapshot.classes.iter().map(|c| &**c));
+        let text = pending_reason(why, &snapshot.facts, &classes);
+        if self.memory.pending.record(&claim_id(claim), &text, now) {
+            tracing::info!(claim = %claim_key(claim), reason = %text, "cannot allocate");
+            self.events
+                .warning(&reference(claim), "CannotAllocate", "Allocate", text)
+                .await;
+        }
+    }
+}
