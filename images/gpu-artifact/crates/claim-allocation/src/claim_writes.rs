@@ -57,7 +57,11 @@ impl ClaimWrites<'_> {
             field_manager: Some(FIELD_MANAGER.into()),
             ..PostParams::default()
         };
-        conflict_is_no(self.claims(claim).replace_status(&claim.name_any(), &params, &updated).await)
+        conflict_is_no(
+            self.claims(claim)
+                .replace_status(&claim.name_any(), &params, &updated)
+                .await,
+        )
     }
 
     /// Clears `status.allocation` of a claim as the audit saw it (`resourceVersion` precondition),

@@ -4,7 +4,13 @@ use dra_allocator::Allocator;
 use k8s_openapi::api::resource::v1::AllocationResult;
 use serde_json::json;
 
-fn with(mut claim: ResourceClaim, allocation: &AllocationResult, at: i64, reserved: bool, prepared: bool) -> ResourceClaim {
+fn with(
+    mut claim: ResourceClaim,
+    allocation: &AllocationResult,
+    at: i64,
+    reserved: bool,
+    prepared: bool,
+) -> ResourceClaim {
     let mut allocation = allocation.clone();
     allocation.allocation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         Timestamp::from_second(1_800_000_000 + at).unwrap(),
@@ -41,18 +47,25 @@ fn repair(claims: &[ResourceClaim]) -> (Vec<InvariantViolation>, Vec<Deallocatio
 
 fn one_card() -> AllocationResult {
     let mut engine = Allocator::new(&slices("n1", 1), &device_classes(), &[]);
-    engine.allocate(&claim("x", "gpu-physical", 1, 1), None).unwrap().unwrap()
+    engine
+        .allocate(&claim("x", "gpu-physical", 1, 1), None)
+        .unwrap()
+        .unwrap()
 }
 
 #[test]
 fn the_claim_not_reserved_gives_the_device_back() {
     let card = one_card();
-    let device = card.devices.as_ref().unwrap().results.as_ref().unwrap()[0].device.clone();
+    let device = card.devices.as_ref().unwrap().results.as_ref().unwrap()[0]
+        .device
+        .clone();
     let scheduler = with(claim("a", "gpu-physical", 1, 1), &card, 5, true, false);
     let ours = with(claim("b", "gpu-physical", 1, 1), &card, 1, false, false);
     let (violations, decided) = repair(&[scheduler, ours]);
     assert!(
-        violations.iter().any(|v| v.reason == HELD_TWICE && v.claim == "ns/b" && v.holders == ["ns/a"]),
+        violations
+            .iter()
+            .any(|v| v.reason == HELD_TWICE && v.claim == "ns/b" && v.holders == ["ns/a"]),
         "{violations:?}"
     );
     assert_eq!(

@@ -38,7 +38,10 @@ fn events_keep_the_engine_equal_to_a_rebuild() {
     initial_lists(&mut feed, &n1, &[]);
     let a = allocated(&mut feed, "a", "gpu-mig", 10);
     feed.claim_event(Event::Apply(a.clone()));
-    assert_eq!(feed.engine.state(), rebuilt(&n1, &device_classes(), std::slice::from_ref(&a)).state());
+    assert_eq!(
+        feed.engine.state(),
+        rebuilt(&n1, &device_classes(), std::slice::from_ref(&a)).state()
+    );
 
     let mut both = n1.clone();
     both.extend(n2.iter().cloned());
@@ -54,7 +57,11 @@ fn events_keep_the_engine_equal_to_a_rebuild() {
 
     feed.claim_event(Event::Delete(a.clone()));
     feed.slice_event(Event::Delete(n2[0].clone()));
-    let rest: Vec<_> = both.iter().filter(|s| s.metadata.name != n2[0].metadata.name).cloned().collect();
+    let rest: Vec<_> = both
+        .iter()
+        .filter(|s| s.metadata.name != n2[0].metadata.name)
+        .cloned()
+        .collect();
     assert_eq!(
         feed.engine.state(),
         rebuilt(&rest, &device_classes(), std::slice::from_ref(&b)).state()
@@ -73,7 +80,10 @@ fn a_relist_removes_what_it_no_longer_lists() {
     // The watches restart; meanwhile n2 went away and claim a was deleted.
     initial_lists(&mut feed, &n1, &[]);
     assert_eq!(feed.engine.state(), rebuilt(&n1, &device_classes(), &[]).state());
-    assert_eq!(feed.engine.device_count(), rebuilt(&n1, &device_classes(), &[]).device_count());
+    assert_eq!(
+        feed.engine.device_count(),
+        rebuilt(&n1, &device_classes(), &[]).device_count()
+    );
 }
 
 #[test]
@@ -91,7 +101,10 @@ fn our_write_holds_until_the_watch_catches_up() {
     feed.claim_event(Event::Apply(pending.clone()));
     assert_eq!(feed.engine.state(), held, "a stale event is skipped");
     assert!(
-        feed.engine.allocate(&claim("b", "gpu-physical", 1, 1), None).unwrap().is_none(),
+        feed.engine
+            .allocate(&claim("b", "gpu-physical", 1, 1), None)
+            .unwrap()
+            .is_none(),
         "the only card is still held by a"
     );
 

@@ -97,7 +97,12 @@ mod tests {
     async fn work_runs_on_the_deep_stack_thread() {
         let engine = EngineThread::start().unwrap();
         let (name, deep) = engine
-            .call(|_| (std::thread::current().name().map(str::to_owned), dra_cel::on_deep_stack_thread()))
+            .call(|_| {
+                (
+                    std::thread::current().name().map(str::to_owned),
+                    dra_cel::on_deep_stack_thread(),
+                )
+            })
             .await
             .unwrap();
         assert_eq!(name.as_deref(), Some("allocation-engine"));
@@ -122,9 +127,17 @@ mod tests {
             .await;
         assert_eq!(failed, Err(EnginePanic("inside cel".into())));
         let after = engine
-            .call(|feed| feed.engine.allocate(&claim("b", "gpu-physical", 1, 1), None).map(|a| a.is_some()))
+            .call(|feed| {
+                feed.engine
+                    .allocate(&claim("b", "gpu-physical", 1, 1), None)
+                    .map(|a| a.is_some())
+            })
             .await
             .unwrap();
-        assert_eq!(after, Ok(true), "the engine still serves the next claim, with nothing held");
+        assert_eq!(
+            after,
+            Ok(true),
+            "the engine still serves the next claim, with nothing held"
+        );
     }
 }

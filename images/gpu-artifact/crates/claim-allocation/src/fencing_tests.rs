@@ -6,9 +6,11 @@ fn at(seconds: i64) -> Timestamp {
 }
 
 fn lease(holder: Option<&str>, acquired: i64, renewed: i64, transitions: i32) -> Lease {
-    serde_json::from_value(json!({"metadata": {"name": "gpu-dra-controller", "namespace": "d8-gpu"},
+    serde_json::from_value(
+        json!({"metadata": {"name": "gpu-dra-controller", "namespace": "d8-gpu"},
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "leaseTransitions": transitions,
-                 "acquireTime": at(acquired).to_string(), "renewTime": at(renewed).to_string()}}))
+                 "acquireTime": at(acquired).to_string(), "renewTime": at(renewed).to_string()}}),
+    )
     .unwrap()
 }
 
@@ -24,7 +26,11 @@ fn a_term_holds_while_renewed_by_us() {
             transitions: 3
         }
     );
-    assert_eq!(check(&lease(Some("a"), 0, 10, 3), &term, at(20)), Ok(()), "renewed at 10, valid to 25");
+    assert_eq!(
+        check(&lease(Some("a"), 0, 10, 3), &term, at(20)),
+        Ok(()),
+        "renewed at 10, valid to 25"
+    );
 }
 
 #[test]

@@ -90,7 +90,12 @@ impl NodeFactStores {
     }
 
     pub fn facts(&self) -> NodeFacts {
-        let nodes = self.mig_off.state().iter().filter_map(|n| n.metadata.name.clone()).collect::<Vec<_>>();
+        let nodes = self
+            .mig_off
+            .state()
+            .iter()
+            .filter_map(|n| n.metadata.name.clone())
+            .collect::<Vec<_>>();
         facts(nodes, &self.gpus.state())
     }
 }

@@ -68,6 +68,8 @@ pub struct Round<'a> {
 #[derive(Debug, Default)]
 pub struct RoundEnd {
     pub again_in: Option<Duration>,
+    /// Claims explained in this round (see `pending_claims::EXPLAINED_PER_ROUND`).
+    pub(crate) explained: usize,
 }
 
 impl RoundEnd {
@@ -147,7 +149,11 @@ impl Round<'_> {
 
     /// Writes an allocation and hands the stored claim to the engine; `None` when another writer
     /// changed the claim first (we keep theirs).
-    async fn write(&mut self, claim: &ResourceClaim, allocation: &AllocationResult) -> anyhow::Result<Option<ResourceClaim>> {
+    async fn write(
+        &mut self,
+        claim: &ResourceClaim,
+        allocation: &AllocationResult,
+    ) -> anyhow::Result<Option<ResourceClaim>> {
         let stored = match self.writes.allocation(claim, allocation).await? {
             Written::Yes(stored) => *stored,
             Written::Conflict => {
@@ -200,4 +206,26 @@ pub(crate) fn claim_key(claim: &ResourceClaim) -> String {
 
 pub(crate) fn reference(claim: &ResourceClaim) -> ObjectReference {
     claim.object_ref(&())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn claims_that_went_leave_no_memory() {
+        let mut memory = Memory::default();
+        let now = Instant::now();
+        for uid in ["a", "b", "c"] {
+            memory.pending.record(uid, "no device", now);
+            memory.panicked.insert(uid.to_owned(), "7".to_owned());
+        }
+        assert_eq!(memory.claims_remembered(), 6);
+        memory.prune(&HashSet::from(["b".to_owned()]));
+        assert_eq!(memory.claims_remembered(), 2, "only b, in both maps");
+        assert_eq!(memory.panicked.keys().collect::<Vec<_>>(), ["b"]);
+        memory.prune(&HashSet::new());
+        assert_eq!(memory.claims_remembered(), 0);
+    }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use dra_allocator::{AllocationError, Explanation, claim_id};
 use k8s_openapi::api::core::v1::Node;
@@ -18,6 +18,10 @@ use crate::pending_reason::{Unallocated, mig_classes, pending_reason};
 
 /// Nodes named in a Pending claim's Event.
 pub const NEAREST_NODES: usize = 3;
+
+/// Explanations per round, at most (each searches every node); the rest wait for a round soon after.
+const EXPLAINED_PER_ROUND: usize = 32;
+const MORE_EXPLANATIONS_IN: Duration = Duration::from_secs(5);
 
 /// What the engine said of one claim.
 enum Attempt {
@@ -79,6 +83,11 @@ impl Round<'_> {
             end.again_within(wait);
             return Ok(());
         }
+        if end.explained >= EXPLAINED_PER_ROUND {
+            end.again_within(MORE_EXPLANATIONS_IN);
+            return Ok(());
+        }
+        end.explained += 1;
         let input = claim.clone();
         let explained: Result<Result<Option<Explanation>, AllocationError>, EnginePanic> = self
             .engine

@@ -78,9 +78,15 @@ mod tests {
         let later = start + EXPLAIN_INTERVAL;
         assert_eq!(notes.due("a", later), Ok(()));
         assert!(!notes.record("a", "no device", later), "same reason: no new Event");
-        assert!(notes.record("a", "counters taken", later + EXPLAIN_INTERVAL), "changed: an Event");
+        assert!(
+            notes.record("a", "counters taken", later + EXPLAIN_INTERVAL),
+            "changed: an Event"
+        );
         notes.forget("a");
-        assert!(notes.record("a", "counters taken", later), "after an allocation it is news again");
+        assert!(
+            notes.record("a", "counters taken", later),
+            "after an allocation it is news again"
+        );
     }
 
     #[test]

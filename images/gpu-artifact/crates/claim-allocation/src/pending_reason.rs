@@ -84,7 +84,9 @@ fn node_text(node: &NodeExplanation, facts: &NodeFacts, mig_classes: &BTreeSet<S
         .problems
         .iter()
         .map(|problem| match problem {
-            RequestProblem::NoDevice { class, .. } if mig_classes.contains(class) && facts.mig_off.contains(&node.node) => {
+            RequestProblem::NoDevice { class, .. }
+                if mig_classes.contains(class) && facts.mig_off.contains(&node.node) =>
+            {
                 format!("{problem} (MIG is off on this node: {ALLOW_MIG_LABEL}=false)")
             }
             _ => problem.to_string(),
@@ -113,7 +115,9 @@ fn truncated(mut text: String) -> String {
 }
 
 /// The classes whose selectors pick MIG devices (`deviceType == "MIG"`).
-pub fn mig_classes<'c>(classes: impl IntoIterator<Item = &'c k8s_openapi::api::resource::v1::DeviceClass>) -> BTreeSet<String> {
+pub fn mig_classes<'c>(
+    classes: impl IntoIterator<Item = &'c k8s_openapi::api::resource::v1::DeviceClass>,
+) -> BTreeSet<String> {
     classes
         .into_iter()
         .filter(|class| {

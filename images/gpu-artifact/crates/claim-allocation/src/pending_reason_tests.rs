@@ -1,12 +1,18 @@
 use super::*;
-use crate::test_objects::{class, claim, device_classes, slices, slices_with_mig};
+use crate::test_objects::{claim, class, device_classes, slices, slices_with_mig};
 use dra_allocator::Allocator;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 
 fn classes() -> Vec<DeviceClass> {
     let mut classes = device_classes();
-    classes.push(class("gpu-vfio", r#"device.attributes["gpu.deckhouse.io"].deviceType == "VFIO""#));
-    classes.push(class("gpu-broken", r#"device.attributes["gpu.deckhouse.io"].deviceType =="#));
+    classes.push(class(
+        "gpu-vfio",
+        r#"device.attributes["gpu.deckhouse.io"].deviceType == "VFIO""#,
+    ));
+    classes.push(class(
+        "gpu-broken",
+        r#"device.attributes["gpu.deckhouse.io"].deviceType =="#,
+    ));
     classes
 }
 
@@ -27,14 +33,27 @@ fn reason(slices: Vec<ResourceSlice>, held: &[ResourceClaim], pending: &Resource
 
 #[test]
 fn no_device_of_the_class() {
-    let text = reason(slices("n1", 1), &[], &claim("p", "gpu-vfio", 1, 1), &NodeFacts::default());
-    assert_eq!(text, "cannot allocate: node n1: request gpu: no device of class gpu-vfio");
+    let text = reason(
+        slices("n1", 1),
+        &[],
+        &claim("p", "gpu-vfio", 1, 1),
+        &NodeFacts::default(),
+    );
+    assert_eq!(
+        text,
+        "cannot allocate: node n1: request gpu: no device of class gpu-vfio"
+    );
 }
 
 #[test]
 fn counters_taken_name_the_claims_holding_them() {
     let held = [claim("whole", "gpu-physical", 1, 1)];
-    let text = reason(slices("n1", 1), &held, &claim("p", "gpu-mig", 1, 1), &NodeFacts::default());
+    let text = reason(
+        slices("n1", 1),
+        &held,
+        &claim("p", "gpu-mig", 1, 1),
+        &NodeFacts::default(),
+    );
     assert_eq!(
         text,
         "cannot allocate: node n1: request gpu: devices or their cards' counters taken by ns/whole"
@@ -47,7 +66,12 @@ fn mig_off_by_the_node_label() {
         mig_off: BTreeSet::from(["n1".to_owned()]),
         ..NodeFacts::default()
     };
-    let text = reason(slices_with_mig("n1", 1, false), &[], &claim("p", "gpu-mig", 1, 1), &facts);
+    let text = reason(
+        slices_with_mig("n1", 1, false),
+        &[],
+        &claim("p", "gpu-mig", 1, 1),
+        &facts,
+    );
     assert_eq!(
         text,
         "cannot allocate: node n1: request gpu: no device of class gpu-mig (MIG is off on this node: gpu.deckhouse.io/allow-mig=false)"
@@ -58,7 +82,10 @@ fn mig_off_by_the_node_label() {
         &claim("p", "gpu-mig", 1, 1),
         &NodeFacts::default(),
     );
-    assert_eq!(without_label, "cannot allocate: node n1: request gpu: no device of class gpu-mig");
+    assert_eq!(
+        without_label,
+        "cannot allocate: node n1: request gpu: no device of class gpu-mig"
+    );
 }
 
 #[test]
@@ -82,12 +109,20 @@ fn gpus_not_driver_ready_are_named_beside_the_nodes_the_engine_knows() {
 
 #[test]
 fn the_class_cel_error() {
-    let text = reason(slices("n1", 1), &[], &claim("p", "gpu-broken", 1, 1), &NodeFacts::default());
+    let text = reason(
+        slices("n1", 1),
+        &[],
+        &claim("p", "gpu-broken", 1, 1),
+        &NodeFacts::default(),
+    );
     assert!(
         text.starts_with("cannot allocate: claim ns/p: class gpu-broken: selector #0: "),
         "{text}"
     );
-    assert!(text.len() > "cannot allocate: claim ns/p: class gpu-broken: selector #0: ".len(), "{text}");
+    assert!(
+        text.len() > "cannot allocate: claim ns/p: class gpu-broken: selector #0: ".len(),
+        "{text}"
+    );
 }
 
 #[test]

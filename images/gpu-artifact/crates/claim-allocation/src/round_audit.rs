@@ -34,7 +34,10 @@ impl Round<'_> {
             .collect();
         for deallocation in deallocations(&violations, &facts) {
             // Only as the round read it: the claim must still hold the device.
-            let Some(claim) = by_key.get(&deallocation.claim).filter(|c| holds(c, &deallocation.device)) else {
+            let Some(claim) = by_key
+                .get(&deallocation.claim)
+                .filter(|c| holds(c, &deallocation.device))
+            else {
                 continue;
             };
             match self.writes.deallocation(claim).await? {

@@ -54,7 +54,10 @@ impl Allocator {
                     name: node_name,
                     node: Some(node),
                 };
-                (self.search_on(&name, &requests, constraints, scope)?, node_name.to_owned())
+                (
+                    self.search_on(&name, &requests, constraints, scope)?,
+                    node_name.to_owned(),
+                )
             }
             None => self.search_everywhere(claim, &name, &requests, constraints)?,
         };
@@ -160,7 +163,10 @@ impl Allocator {
             if shape.get(id, version).is_some() {
                 continue;
             }
-            let scope = Scope::Node { name: &node, node: None };
+            let scope = Scope::Node {
+                name: &node,
+                node: None,
+            };
             let outcome = self.search_on(name, requests, constraints, scope)?;
             shape.put(id, &node, version, outcome);
         }
@@ -236,5 +242,3 @@ fn explain(requests: &[Request<'_>], candidates: &[Vec<Vec<u32>>]) -> String {
     }
     "matching devices exist, but not enough are free together (in use, counters, capacity or constraints)".to_owned()
 }
-
-

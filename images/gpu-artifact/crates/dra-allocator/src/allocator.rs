@@ -99,7 +99,9 @@ impl Allocator {
 
     /// Removes the slice named `name`.
     pub fn remove_slice(&mut self, name: &str) {
-        let Some(id) = self.inventory.pool_of_slice(name) else { return };
+        let Some(id) = self.inventory.pool_of_slice(name) else {
+            return;
+        };
         let pool = self.inventory.pool(id);
         let keys = [(pool.driver.clone(), pool.name.clone())];
         self.change_pools(&keys, |inventory| inventory.remove_slice(name));

@@ -58,7 +58,8 @@ impl Replay {
         };
         if take == Take::Exclusive && self.usage.is_exclusive(slot) {
             let holders = self.device_holders.get(&slot).cloned();
-            self.violations.push(violation("allocated to more than one claim", holders));
+            self.violations
+                .push(violation("allocated to more than one claim", holders));
         }
         if !self.usage.card_allows(slot, device, take) {
             let reason = if device.raw.is_mig {

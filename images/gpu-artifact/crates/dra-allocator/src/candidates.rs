@@ -175,7 +175,10 @@ fn answer(
         return Ok(known);
     }
     let parts = compiled.device_references().map(|r| parts_of(inventory, slot, r));
-    let remembered = parts.as_ref().and_then(|p| answers.answers[id].by_parts.get(p)).cloned();
+    let remembered = parts
+        .as_ref()
+        .and_then(|p| answers.answers[id].by_parts.get(p))
+        .cloned();
     let evaluated = match remembered {
         Some(result) => result,
         None => {
@@ -220,7 +223,10 @@ fn device_matches(
     for selector in selectors.iter_mut() {
         let matched = match answers.get(selector.id, slot) {
             Some(known) => Ok(known),
-            None => match selector.compiled.get_or_insert_with(|| cel.get_or_compile(selector.expression)) {
+            None => match selector
+                .compiled
+                .get_or_insert_with(|| cel.get_or_compile(selector.expression))
+            {
                 Ok(compiled) => answer(answers, selector.id, compiled, cel, inventory, slot, &mut device),
                 Err(e) => Err(e.clone()),
             },
@@ -292,7 +298,14 @@ impl Allocator {
             if self.inventory.device(slot).raw.has_binding_conditions {
                 continue;
             }
-            if device_matches(&mut self.answers, &self.cel, &self.inventory, claim, slot, &mut selectors)? {
+            if device_matches(
+                &mut self.answers,
+                &self.cel,
+                &self.inventory,
+                claim,
+                slot,
+                &mut selectors,
+            )? {
                 matching.push(slot);
             }
         }

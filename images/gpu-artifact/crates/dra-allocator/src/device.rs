@@ -171,9 +171,13 @@ impl RawDevice {
     /// The PCI address best fit orders by (`pciAddress` or the standard `pciBusID`, the first in
     /// name order).
     pub(crate) fn pci_address(&self) -> &str {
-        ["gpu.deckhouse.io/pciAddress", "pciAddress", "resource.kubernetes.io/pciBusID"]
-            .iter()
-            .find_map(|name| self.attributes.get(name).and_then(AttrValue::as_str))
-            .unwrap_or_default()
+        [
+            "gpu.deckhouse.io/pciAddress",
+            "pciAddress",
+            "resource.kubernetes.io/pciBusID",
+        ]
+        .iter()
+        .find_map(|name| self.attributes.get(name).and_then(AttrValue::as_str))
+        .unwrap_or_default()
     }
 }

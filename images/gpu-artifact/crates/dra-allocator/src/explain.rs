@@ -13,7 +13,7 @@ use crate::allocator::Allocator;
 use crate::memo::Outcome;
 use crate::request::{claim_name, requests_of};
 use crate::scope::Scope;
-use crate::{AllocationError, ALLOCATION_RESULTS_MAX_SIZE};
+use crate::{ALLOCATION_RESULTS_MAX_SIZE, AllocationError};
 
 /// Why one request cannot be served on one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +21,11 @@ pub enum RequestProblem {
     /// No device of the node matches the class and selectors.
     NoDevice { request: String, class: String },
     /// The request asks for more matching devices than the node has.
-    CountTooLarge { request: String, count: usize, matching: usize },
+    CountTooLarge {
+        request: String,
+        count: usize,
+        matching: usize,
+    },
     /// Matching devices exist but are taken, or their cards' counters are (by these claims).
     Taken { request: String, holders: Vec<String> },
 }
@@ -32,14 +36,25 @@ impl std::fmt::Display for RequestProblem {
             RequestProblem::NoDevice { request, class } => {
                 write!(f, "request {request}: no device of class {class}")
             }
-            RequestProblem::CountTooLarge { request, count, matching } => {
-                write!(f, "request {request}: asks for {count} devices, the node has {matching} that match")
+            RequestProblem::CountTooLarge {
+                request,
+                count,
+                matching,
+            } => {
+                write!(
+                    f,
+                    "request {request}: asks for {count} devices, the node has {matching} that match"
+                )
             }
             RequestProblem::Taken { request, holders } if holders.is_empty() => {
                 write!(f, "request {request}: matching devices are in use")
             }
             RequestProblem::Taken { request, holders } => {
-                write!(f, "request {request}: devices or their cards' counters taken by {}", holders.join(", "))
+                write!(
+                    f,
+                    "request {request}: devices or their cards' counters taken by {}",
+                    holders.join(", ")
+                )
             }
         }
     }
@@ -101,7 +116,8 @@ impl Allocator {
                     .iter()
                     .filter(|s| {
                         let device = self.inventory.device(**s);
-                        (device.raw.shared || !self.usage.is_exclusive(**s)) && self.usage.counters_fit(&self.inventory, device)
+                        (device.raw.shared || !self.usage.is_exclusive(**s))
+                            && self.usage.counters_fit(&self.inventory, device)
                     })
                     .count();
                 if free >= alternative.count.unwrap_or(1) {
@@ -118,7 +134,10 @@ impl Allocator {
         let holders = self.holders();
         let mut explained = Vec::new();
         for (node, per_request, _, free_matching) in looks {
-            let scope = Scope::Node { name: &node, node: None };
+            let scope = Scope::Node {
+                name: &node,
+                node: None,
+            };
             let mut problems = Vec::new();
             let mut served_alone = 0;
             for look in per_request {

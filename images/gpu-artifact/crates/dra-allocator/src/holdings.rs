@@ -37,7 +37,11 @@ pub(crate) struct Holdings {
 
 impl Holding {
     fn take(&self) -> Take {
-        if self.share.is_some() { Take::Share } else { Take::Exclusive }
+        if self.share.is_some() {
+            Take::Share
+        } else {
+            Take::Exclusive
+        }
     }
 }
 
@@ -93,7 +97,10 @@ impl Holdings {
                     .filter_map(|(name, q)| Some((name.clone(), Quantity::parse(&q.0).ok()?)))
                     .collect()
             });
-            let pool = (inventory.tables.strings.str(&r.driver), inventory.tables.strings.str(&r.pool));
+            let pool = (
+                inventory.tables.strings.str(&r.driver),
+                inventory.tables.strings.str(&r.pool),
+            );
             let mut holding = Holding {
                 device: inventory.tables.strings.str(&r.device),
                 pool,

@@ -128,7 +128,11 @@ impl Inventory {
     fn take_slice(&mut self, name: &str) -> Option<u32> {
         let pool_id = self.slice_pool.remove(name)?;
         let pool = self.pools[pool_id as usize].as_mut().expect("a live pool");
-        let at = pool.slices.iter().position(|s| &*s.name == name).expect("indexed slice");
+        let at = pool
+            .slices
+            .iter()
+            .position(|s| &*s.name == name)
+            .expect("indexed slice");
         let record = pool.slices.remove(at);
         for slot in record.devices {
             self.devices[slot as usize] = None;

@@ -63,7 +63,10 @@ impl Pool {
 
     /// Checks the newest generation of the pool and plans its counter sets and consumptions, or
     /// says which slice makes it unusable and why.
-    pub(crate) fn plan<'p>(&'p self, device: &dyn Fn(u32) -> &'p RawDevice) -> Result<PoolPlan<'p>, (Arc<str>, String)> {
+    pub(crate) fn plan<'p>(
+        &'p self,
+        device: &dyn Fn(u32) -> &'p RawDevice,
+    ) -> Result<PoolPlan<'p>, (Arc<str>, String)> {
         let latest = self.slices.iter().map(|s| s.generation).max().unwrap_or_default();
         let live_slices: Vec<usize> = (0..self.slices.len())
             .filter(|i| self.slices[*i].generation == latest)

@@ -213,7 +213,9 @@ impl Reach {
         let version = self.version();
         match inventory.binding_of(slot) {
             Some(NodeBinding::Node(name)) => {
-                let Some(&n) = self.node_ids.get(name.as_str()) else { return };
+                let Some(&n) = self.node_ids.get(name.as_str()) else {
+                    return;
+                };
                 if let Some(reach) = self.nodes[n as usize].as_mut() {
                     reach.version = version;
                 }

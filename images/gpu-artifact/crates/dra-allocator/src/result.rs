@@ -141,10 +141,7 @@ pub(crate) fn build(
             results: Some(results),
             config: (!config.is_empty()).then_some(config),
         }),
-        node_selector: allocation_node_selector(
-            picks.iter().filter_map(|p| inventory.binding_of(p.device)),
-            node_name,
-        ),
+        node_selector: allocation_node_selector(picks.iter().filter_map(|p| inventory.binding_of(p.device)), node_name),
         allocation_timestamp: None,
     }
 }

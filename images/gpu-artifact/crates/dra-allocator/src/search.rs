@@ -3,7 +3,6 @@
 //! that order wins. Within a request, devices are chosen as a combination (increasing
 //! candidate positions), which finds every solution the scheduler's permutation search finds. A step budget bounds the work on hopeless claims.
 
-
 use dra_cel::Quantity;
 
 use crate::capacity;

@@ -172,7 +172,11 @@ fn device_of(
         attributes,
         capacity,
         consumes: consumes.into(),
-        taints: device.taints.as_ref().filter(|t| !t.is_empty()).map(|t| t.as_slice().into()),
+        taints: device
+            .taints
+            .as_ref()
+            .filter(|t| !t.is_empty())
+            .map(|t| t.as_slice().into()),
         binding: match shared_binding {
             Some(shared) if **shared == binding => Arc::clone(shared),
             _ => Arc::new(binding),

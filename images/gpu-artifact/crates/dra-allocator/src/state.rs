@@ -27,7 +27,9 @@ impl Allocator {
                 .find(|p| p.sets.contains(&set))
                 .map(|p| format!("{}/{}", p.driver, p.name))
                 .unwrap_or_default();
-            let name = inventory.counter_sets[set as usize].as_ref().map(|s| s.name.to_string());
+            let name = inventory.counter_sets[set as usize]
+                .as_ref()
+                .map(|s| s.name.to_string());
             format!("{pool}/{}", name.unwrap_or_default())
         };
         for (key, id) in &inventory.pool_ids {
@@ -75,7 +77,10 @@ impl Allocator {
         }
         for (slot, count) in &usage.shares {
             let capacity = usage.shared_capacity.get(slot);
-            state.insert(format!("shares {}", device_name(*slot)), format!("{count} {capacity:?}"));
+            state.insert(
+                format!("shares {}", device_name(*slot)),
+                format!("{count} {capacity:?}"),
+            );
         }
         for (set, used) in &usage.counters_used {
             if used.iter().any(|q| !q.is_zero()) {
@@ -88,7 +93,10 @@ impl Allocator {
             if held.mig > 0 || held.physical_exclusive > 0 || !offers.is_empty() {
                 state.insert(
                     format!("card {}", set_name(*card)),
-                    format!("mig={} exclusive={} shared={offers:?}", held.mig, held.physical_exclusive),
+                    format!(
+                        "mig={} exclusive={} shared={offers:?}",
+                        held.mig, held.physical_exclusive
+                    ),
                 );
             }
         }

@@ -6,7 +6,6 @@
 //! change returns an undo record, so the search can try and take back picks without copying the
 //! state.
 
-
 use dra_cel::Quantity;
 
 use crate::fast_hash::FastMap;

@@ -14,9 +14,15 @@ pub enum DeviceReference {
     Driver,
     AllowMultipleAllocations,
     /// `device.attributes[domain].name`.
-    Attribute { domain: String, name: String },
+    Attribute {
+        domain: String,
+        name: String,
+    },
     /// `device.capacity[domain].name`.
-    Capacity { domain: String, name: String },
+    Capacity {
+        domain: String,
+        name: String,
+    },
 }
 
 fn string_literal(e: &IdedExpr) -> Option<&str> {
@@ -32,7 +38,9 @@ fn domain_of(e: &IdedExpr) -> Option<(&str, &str)> {
     if call.func_name != "_[_]" || call.target.is_some() || call.args.len() != 2 {
         return None;
     }
-    let Expr::Select(select) = &call.args[0].expr else { return None };
+    let Expr::Select(select) = &call.args[0].expr else {
+        return None;
+    };
     if select.test || !matches!(&select.operand.expr, Expr::Ident(name) if name == "device") {
         return None;
     }
@@ -144,7 +152,10 @@ mod tests {
     fn constant_paths_are_references() {
         assert_eq!(
             refs(r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "MIG""#),
-            Some(vec![attribute("gpu.deckhouse.io", "deviceType"), DeviceReference::Driver])
+            Some(vec![
+                attribute("gpu.deckhouse.io", "deviceType"),
+                DeviceReference::Driver
+            ])
         );
         assert_eq!(
             refs(r#"device.capacity["gpu.deckhouse.io"]["memory"].compareTo(quantity("10Gi")) >= 0"#),

@@ -40,9 +40,11 @@ pub fn run(inventory: &Inventory, stream: &ClaimStream) -> (EngineRun, EventCost
             allocator.commit_claim(claim, Some(result));
         }
         run.latencies.push(started.elapsed());
-        run.placed_on.push(result.as_ref().map(|r| {
-            allocator_workloads::node_of(r).unwrap_or_default()
-        }));
+        run.placed_on.push(
+            result
+                .as_ref()
+                .map(|r| allocator_workloads::node_of(r).unwrap_or_default()),
+        );
         if let Some(result) = result {
             let mut done = claim.clone();
             done.status.get_or_insert_with(Default::default).allocation = Some(result);

@@ -78,7 +78,10 @@ fn compare(layout: &'static str, version: &'static str, split_layout: bool, with
     let inventory = workload::inventory(INVENTORY_SEED, nodes, split_layout);
     let mixed = workload::mixed_claims(MIXED_CLAIMS_SEED, claims);
     let (ours, placements, ours_setup) = run_ours(&inventory, &mixed, NodeOrder::Rotating, false);
-    eprintln!("allocator bench {layout}: ours took {:?}; the controller's path", ours.wall);
+    eprintln!(
+        "allocator bench {layout}: ours took {:?}; the controller's path",
+        ours.wall
+    );
     let (best_fit, events) = controller_path::run(&inventory, &mixed);
     eprintln!(
         "allocator bench {layout}: best fit took {:?} (build {:?}, setup {:?}); now Go",

@@ -40,9 +40,13 @@ fn name(object: &Value) -> String {
 /// The first key whose description differs, with both descriptions.
 fn first_difference(ours: &BTreeMap<String, String>, rebuilt: &BTreeMap<String, String>) -> Option<String> {
     let keys: std::collections::BTreeSet<&String> = ours.keys().chain(rebuilt.keys()).collect();
-    keys.into_iter()
-        .find(|k| ours.get(*k) != rebuilt.get(*k))
-        .map(|k| format!("{k}:\n  incremental: {:?}\n  rebuilt:     {:?}", ours.get(k), rebuilt.get(k)))
+    keys.into_iter().find(|k| ours.get(*k) != rebuilt.get(*k)).map(|k| {
+        format!(
+            "{k}:\n  incremental: {:?}\n  rebuilt:     {:?}",
+            ours.get(k),
+            rebuilt.get(k)
+        )
+    })
 }
 
 /// A slice published again: a newer generation (of this slice alone, which leaves its pool
@@ -84,7 +88,12 @@ pub fn run_stream(case: &Case, classes: &[Value], seed: u64) -> Result<usize, St
                 "publish a slice"
             }
             40..48 if !world.slices.is_empty() => {
-                let key = world.slices.keys().nth(rng.below(world.slices.len() as u64) as usize).cloned().unwrap();
+                let key = world
+                    .slices
+                    .keys()
+                    .nth(rng.below(world.slices.len() as u64) as usize)
+                    .cloned()
+                    .unwrap();
                 let slice = world.slices.remove(&key).unwrap();
                 engine.remove_slice(&key);
                 removed.push(slice);
@@ -97,7 +106,12 @@ pub fn run_stream(case: &Case, classes: &[Value], seed: u64) -> Result<usize, St
                 "publish a removed slice again"
             }
             52..57 if !world.slices.is_empty() => {
-                let key = world.slices.keys().nth(rng.below(world.slices.len() as u64) as usize).cloned().unwrap();
+                let key = world
+                    .slices
+                    .keys()
+                    .nth(rng.below(world.slices.len() as u64) as usize)
+                    .cloned()
+                    .unwrap();
                 let next = republished(&mut rng, &world.slices[&key]);
                 engine.apply_slice(&from(&next));
                 world.slices.insert(key, next);
@@ -121,11 +135,18 @@ pub fn run_stream(case: &Case, classes: &[Value], seed: u64) -> Result<usize, St
                     claim["status"] = json!({"allocation": serde_json::to_value(&result).unwrap()});
                 }
                 engine.apply_claim(&from(&claim));
-                world.claims.insert(claim["metadata"]["uid"].as_str().unwrap().to_owned(), claim);
+                world
+                    .claims
+                    .insert(claim["metadata"]["uid"].as_str().unwrap().to_owned(), claim);
                 "allocate a claim"
             }
             85..95 if !world.claims.is_empty() => {
-                let key = world.claims.keys().nth(rng.below(world.claims.len() as u64) as usize).cloned().unwrap();
+                let key = world
+                    .claims
+                    .keys()
+                    .nth(rng.below(world.claims.len() as u64) as usize)
+                    .cloned()
+                    .unwrap();
                 if rng.chance(50) {
                     world.claims.remove(&key);
                     engine.remove_claim(&key);
