@@ -23,6 +23,7 @@ use crate::claim_writes::ClaimWrites;
 use crate::engine_feed::EngineFeed;
 use crate::engine_thread::EngineThread;
 use crate::fencing::{Fence, NotLeading};
+use crate::lean_objects::{lean_pod, lean_slice, without_managed_fields};
 use crate::metrics::Metrics;
 use crate::node_facts::NodeFactStores;
 use crate::pass::{Memory, Round, Snapshot};
@@ -41,7 +42,9 @@ struct Stores {
 /// Hands a watch event to the engine.
 type Forward<K> = fn(&mut EngineFeed, watcher::Event<K>);
 
-fn watch<K>(api: Api<K>, trigger: Arc<Notify>, engine: Option<(EngineThread, Forward<K>)>) -> Store<K>
+/// Watches `api`: every event goes whole to the engine (when `engine` is given), then `lean`
+/// trims the object for the store (see `lean_objects`), and the round is triggered.
+fn watch<K>(api: Api<K>, trigger: Arc<Notify>, engine: Option<(EngineThread, Forward<K>)>, lean: fn(&mut K)) -> Store<K>
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
@@ -54,6 +57,7 @@ where
                 engine.send(move |feed| forward(feed, event));
             }
         })
+        .modify(lean)
         .reflect(writer)
         .for_each(move |event| {
             if let Err(error) = event {
@@ -104,18 +108,21 @@ pub async fn run(
             Api::all(client.clone()),
             trigger.clone(),
             Some((engine.clone(), EngineFeed::claim_event)),
+            without_managed_fields,
         ),
         slices: watch(
             Api::all(client.clone()),
             trigger.clone(),
             Some((engine.clone(), EngineFeed::slice_event)),
+            lean_slice,
         ),
         classes: watch(
             Api::all(client.clone()),
             trigger.clone(),
             Some((engine.clone(), EngineFeed::class_event)),
+            without_managed_fields,
         ),
-        pods: watch(Api::all(client.clone()), trigger.clone(), None),
+        pods: watch(Api::all(client.clone()), trigger.clone(), None, lean_pod),
     };
     let node_facts = NodeFactStores::watch(&client);
     tokio::select! {

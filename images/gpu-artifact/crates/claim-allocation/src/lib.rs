@@ -19,6 +19,7 @@ pub mod double_allocation;
 pub mod engine_feed;
 pub mod engine_thread;
 pub mod fencing;
+pub mod lean_objects;
 pub mod metrics;
 pub mod node_facts;
 pub mod pass;
