@@ -7,11 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dra_allocator::{AllocationError, Explanation, NodeExplanation, RequestProblem};
+pub use dra_offers::ALLOW_MIG_LABEL;
 
 use crate::engine_thread::EnginePanic;
-
-/// The node label that switches MIG offers off.
-pub const ALLOW_MIG_LABEL: &str = "gpu.deckhouse.io/allow-mig";
 
 /// An Event's note holds at most this many bytes (events.k8s.io/v1).
 const NOTE_MAX_BYTES: usize = 1024;

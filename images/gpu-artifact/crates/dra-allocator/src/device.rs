@@ -123,8 +123,11 @@ impl Attributes {
     }
 }
 
+/// One capacity: its name, value and request policy.
+pub(crate) type CapacityEntry = (Arc<str>, Quantity, Option<CapacityRequestPolicy>);
+
 /// Capacities in name order, with their request policies.
-pub(crate) struct Capacity(pub Box<[(Arc<str>, Quantity, Option<CapacityRequestPolicy>)]>);
+pub(crate) struct Capacity(pub Box<[CapacityEntry]>);
 
 impl Capacity {
     pub(crate) fn get(&self, name: &str) -> Option<Quantity> {

@@ -44,8 +44,12 @@ pub(crate) struct PoolPlan<'p> {
     pub incomplete: bool,
     pub sets: Vec<SetPlan<'p>>,
     /// (slot, [(set index, positions)]).
-    pub devices: Vec<(u32, Vec<(usize, Box<[(u16, Quantity)]>)>)>,
+    pub devices: Vec<(u32, Vec<SetConsumption>)>,
 }
+
+/// What a device consumes of one counter set: the set's index in the plan, and (counter
+/// position, amount) pairs.
+pub(crate) type SetConsumption = (usize, Box<[(u16, Quantity)]>);
 
 impl Pool {
     pub(crate) fn new(driver: Arc<str>, name: Arc<str>) -> Pool {

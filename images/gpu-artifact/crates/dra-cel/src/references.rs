@@ -35,10 +35,11 @@ fn string_literal(e: &IdedExpr) -> Option<&str> {
 /// `device.<map>[<domain>]`: (map, domain).
 fn domain_of(e: &IdedExpr) -> Option<(&str, &str)> {
     let Expr::Call(call) = &e.expr else { return None };
-    if call.func_name != "_[_]" || call.target.is_some() || call.args.len() != 2 {
+    let [map, key] = call.args.as_slice() else { return None };
+    if call.func_name != "_[_]" || call.target.is_some() {
         return None;
     }
-    let Expr::Select(select) = &call.args[0].expr else {
+    let Expr::Select(select) = &map.expr else {
         return None;
     };
     if select.test || !matches!(&select.operand.expr, Expr::Ident(name) if name == "device") {
@@ -47,7 +48,7 @@ fn domain_of(e: &IdedExpr) -> Option<(&str, &str)> {
     if select.field != "attributes" && select.field != "capacity" {
         return None;
     }
-    Some((select.field.as_str(), string_literal(&call.args[1])?))
+    Some((select.field.as_str(), string_literal(key)?))
 }
 
 fn reference(map: &str, domain: &str, name: &str) -> DeviceReference {
@@ -76,9 +77,13 @@ fn walk(e: &IdedExpr, found: &mut Vec<DeviceReference>) -> Option<()> {
                 && name == "device"
             {
                 return match select.field.as_str() {
-                    "driver" if !select.test => Some(found.push(DeviceReference::Driver)),
+                    "driver" if !select.test => {
+                        found.push(DeviceReference::Driver);
+                        Some(())
+                    }
                     "allowMultipleAllocations" if !select.test => {
-                        Some(found.push(DeviceReference::AllowMultipleAllocations))
+                        found.push(DeviceReference::AllowMultipleAllocations);
+                        Some(())
                     }
                     _ => None,
                 };
@@ -91,9 +96,9 @@ fn walk(e: &IdedExpr, found: &mut Vec<DeviceReference>) -> Option<()> {
         }
         Expr::Call(call) => {
             if call.func_name == "_[_]"
-                && call.args.len() == 2
-                && let Some((map, domain)) = domain_of(&call.args[0])
-                && let Some(name) = string_literal(&call.args[1])
+                && let [operand, key] = call.args.as_slice()
+                && let Some((map, domain)) = domain_of(operand)
+                && let Some(name) = string_literal(key)
             {
                 found.push(reference(map, domain, name));
                 return Some(());

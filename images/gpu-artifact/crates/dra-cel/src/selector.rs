@@ -187,7 +187,10 @@ impl SelectorCache {
 
     /// Drops the compiled form of `expression` (a long-running caller bounds the cache this way).
     pub fn forget(&self, expression: &str) {
-        self.compiled.write().expect("selector cache lock").remove(expression);
+        self.compiled
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(expression);
     }
 
     /// How many distinct expressions are cached.
