@@ -124,3 +124,7 @@ impl Round<'_> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "pending_claims_tests.rs"]
+mod tests;

@@ -44,6 +44,11 @@ impl PendingNotes {
         changed
     }
 
+    /// The last reason recorded for claim `uid`.
+    pub fn text(&self, uid: &str) -> Option<&str> {
+        self.notes.get(uid).map(|n| n.text.as_str())
+    }
+
     /// Forgets claim `uid` (it was allocated): a later reason is news again.
     pub fn forget(&mut self, uid: &str) {
         self.notes.remove(uid);

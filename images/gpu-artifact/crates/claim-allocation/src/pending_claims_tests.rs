@@ -1,0 +1,101 @@
+//! A round's attempt at claims that fit nowhere, with the engine on its thread: what the round
+//! remembers of them is the engine's reason, once per interval. Events go to an API server that is
+//! not there (publishing them is logged, never fatal); nothing else is written.
+
+use super::*;
+use crate::claim_writes::ClaimWrites;
+use crate::engine_feed::EngineFeed;
+use crate::engine_thread::EngineThread;
+use crate::metrics::Metrics;
+use crate::pass::Memory;
+use crate::pending_notes::EXPLAIN_INTERVAL;
+use crate::pending_reason::NodeFacts;
+use crate::test_objects::{claim, class, device_classes, slices};
+use controller_plumbing::EventPublisher;
+use kube::runtime::watcher::Event;
+
+async fn engine_with_one_card_held() -> EngineThread {
+    let engine = EngineThread::start().unwrap();
+    let mut classes = device_classes();
+    classes.push(class(
+        "gpu-broken",
+        r#"device.attributes["gpu.deckhouse.io"].deviceType =="#,
+    ));
+    for class in classes {
+        engine.send(move |feed: &mut EngineFeed| feed.class_event(Event::Apply(class)));
+    }
+    for slice in slices("n1", 1) {
+        engine.send(move |feed: &mut EngineFeed| feed.slice_event(Event::Apply(slice)));
+    }
+    let mut whole = claim("whole", "gpu-physical", 1, 3);
+    let held = engine
+        .call(move |feed| {
+            let allocation = feed.engine.allocate(&whole, None).unwrap().unwrap();
+            whole.status.get_or_insert_with(Default::default).allocation = Some(allocation);
+            feed.claim_event(Event::Apply(whole));
+        })
+        .await;
+    assert!(held.is_ok());
+    engine
+}
+
+fn snapshot() -> Snapshot {
+    Snapshot {
+        claims: vec![],
+        slices: vec![],
+        classes: device_classes().into_iter().map(Arc::new).collect(),
+        pods: vec![],
+        facts: NodeFacts::default(),
+    }
+}
+
+#[tokio::test]
+async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() {
+    let engine = engine_with_one_card_held().await;
+    let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
+    let events = EventPublisher::new(client.clone(), "test", None);
+    let metrics = Metrics::register(&mut prometheus_client::registry::Registry::default());
+    let mut memory = Memory::default();
+    let mut round = Round {
+        engine: &engine,
+        writes: ClaimWrites {
+            client: &client,
+            fence: None,
+        },
+        events: &events,
+        metrics: &metrics,
+        memory: &mut memory,
+    };
+    let (snapshot, mut end) = (snapshot(), RoundEnd::default());
+    let mig = Arc::new(claim("p", "gpu-mig", 1, 5));
+    let got = round.try_allocate(&mig, None, &snapshot, &mut end).await.unwrap();
+    assert!(got.is_none());
+    assert_eq!(
+        round.memory.pending.text("p"),
+        Some("cannot allocate: node n1: request gpu: devices or their cards' counters taken by ns/whole")
+    );
+    assert_eq!(end.again_in, None);
+
+    let again = round.try_allocate(&mig, None, &snapshot, &mut end).await.unwrap();
+    assert!(again.is_none());
+    let wait = end.again_in.expect("the rate-limited reason is due later");
+    assert!(wait <= EXPLAIN_INTERVAL && wait > EXPLAIN_INTERVAL / 2, "{wait:?}");
+    assert_eq!(end.explained, 1, "explained once");
+
+    let broken = Arc::new(claim("b", "gpu-broken", 1, 5));
+    round.try_allocate(&broken, None, &snapshot, &mut end).await.unwrap();
+    let text = round.memory.pending.text("b").unwrap();
+    assert!(
+        text.starts_with("cannot allocate: claim ns/b: class gpu-broken: selector #0: "),
+        "{text}"
+    );
+
+    // Once the card is given back, the claim is allocated (and nothing is remembered of it once
+    // the round writes it; here the write has no server, so only the attempt is checked).
+    engine
+        .call(|feed| feed.claim_event(Event::Delete(claim("whole", "gpu-physical", 1, 4))))
+        .await
+        .unwrap();
+    let fits = round.try_allocate(&mig, None, &snapshot, &mut end).await.unwrap();
+    assert!(fits.is_some(), "the engine followed the deletion");
+}
