@@ -27,7 +27,6 @@ mod pending_claims;
 pub mod pending_notes;
 pub mod pending_reason;
 pub mod releases;
-mod round_audit;
 pub mod selection;
 #[cfg(test)]
 mod test_objects;

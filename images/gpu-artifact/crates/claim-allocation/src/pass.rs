@@ -97,7 +97,7 @@ impl Round<'_> {
         let mut newly: Vec<ResourceClaim> = vec![];
 
         for claim in &work.standalone {
-            if let Some(allocation) = self.try_allocate(claim, None, snapshot, &mut end).await?
+            if let Some(allocation) = self.try_allocate(claim, None, None, snapshot, &mut end).await?
                 && let Some(stored) = self.write(claim, &allocation).await?
             {
                 newly.push(stored);
@@ -107,7 +107,10 @@ impl Round<'_> {
             let mut node: Option<Node> = None;
             let mut results = vec![];
             for claim in &gated.claims {
-                let Some(allocation) = self.try_allocate(claim, node.clone(), snapshot, &mut end).await? else {
+                let Some(allocation) = self
+                    .try_allocate(claim, node.clone(), Some(&gated.pod), snapshot, &mut end)
+                    .await?
+                else {
                     break;
                 };
                 node = node.or_else(|| allocation_node(&allocation));
@@ -130,8 +133,8 @@ impl Round<'_> {
                 }
             }
         }
-        for claim in &work.unschedulable {
-            self.explain_pending(claim, snapshot, &mut end).await?;
+        for (pod, claim) in &work.unschedulable {
+            self.explain_pending(claim, Some(pod), snapshot, &mut end).await?;
         }
 
         let newly_keys: HashSet<String> = newly.iter().map(claim_key).collect();

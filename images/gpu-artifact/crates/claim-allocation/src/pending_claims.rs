@@ -1,20 +1,21 @@
 //! A round's attempt at one claim, and what a claim that gets nothing is told. The engine answers
 //! on its own thread; a panic there costs this claim only (it is skipped until it changes) and is
 //! reported on it. A claim that fits nowhere is explained by the engine, node by node, at most
-//! once per interval, and gets an Event only when the reason changed.
+//! once per interval, and gets an Event only when the reason changed; so does the Pod waiting for
+//! it, where `kubectl describe pod` shows it.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dra_allocator::{AllocationError, Explanation, claim_id};
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
-use kube::ResourceExt;
+use kube::{Resource, ResourceExt};
 
 use crate::engine_thread::EnginePanic;
 use crate::pass::{Round, RoundEnd, Snapshot, claim_key, reference};
-use crate::pending_reason::{Unallocated, mig_classes, pending_reason};
+use crate::pending_reason::{Unallocated, mig_classes, pending_reason, truncated};
 
 /// Nodes named in a Pending claim's Event.
 pub const NEAREST_NODES: usize = 3;
@@ -38,6 +39,7 @@ impl Round<'_> {
         &mut self,
         claim: &Arc<ResourceClaim>,
         node: Option<Node>,
+        pod: Option<&Pod>,
         snapshot: &Snapshot,
         end: &mut RoundEnd,
     ) -> anyhow::Result<Option<AllocationResult>> {
@@ -63,11 +65,11 @@ impl Round<'_> {
         let why = match attempt {
             Ok(Attempt::Allocated(allocation)) => return Ok(Some(allocation)),
             Ok(Attempt::AwaitingWatch) => return Ok(None),
-            Ok(Attempt::NoFit) => return self.explain_pending(claim, snapshot, end).await.map(|_| None),
+            Ok(Attempt::NoFit) => return self.explain_pending(claim, pod, snapshot, end).await.map(|_| None),
             Ok(Attempt::Invalid(error)) => Unallocated::Invalid(error),
             Err(panic) => self.panicked(claim, panic),
         };
-        self.tell(claim, &why, snapshot, Instant::now()).await;
+        self.tell(claim, pod, &why, snapshot, Instant::now()).await;
         Ok(None)
     }
 
@@ -75,6 +77,7 @@ impl Round<'_> {
     pub(crate) async fn explain_pending(
         &mut self,
         claim: &Arc<ResourceClaim>,
+        pod: Option<&Pod>,
         snapshot: &Snapshot,
         end: &mut RoundEnd,
     ) -> anyhow::Result<()> {
@@ -100,7 +103,7 @@ impl Round<'_> {
             Ok(Err(error)) => Unallocated::Invalid(error),
             Err(panic) => self.panicked(claim, panic),
         };
-        self.tell(claim, &why, snapshot, now).await;
+        self.tell(claim, pod, &why, snapshot, now).await;
         Ok(())
     }
 
@@ -112,17 +115,37 @@ impl Round<'_> {
         Unallocated::Panicked(panic)
     }
 
-    /// Records the reason and publishes it on the claim when it changed.
-    async fn tell(&mut self, claim: &ResourceClaim, why: &Unallocated, snapshot: &Snapshot, now: Instant) {
+    /// Records the reason and publishes it on the claim (and its Pod) when it changed.
+    async fn tell(
+        &mut self,
+        claim: &ResourceClaim,
+        pod: Option<&Pod>,
+        why: &Unallocated,
+        snapshot: &Snapshot,
+        now: Instant,
+    ) {
         let classes: BTreeSet<String> = mig_classes(snapshot.classes.iter().map(|c| &**c));
         let text = pending_reason(why, &snapshot.facts, &classes);
-        if self.memory.pending.record(&claim_id(claim), &text, now) {
-            tracing::info!(claim = %claim_key(claim), reason = %text, "cannot allocate");
+        if !self.memory.pending.record(&claim_id(claim), &text, now) {
+            return;
+        }
+        tracing::info!(claim = %claim_key(claim), reason = %text, "cannot allocate");
+        if let Some(pod) = pod {
+            let note = pod_note(&claim.name_any(), &text);
             self.events
-                .warning(&reference(claim), "CannotAllocate", "Allocate", text)
+                .warning(&pod.object_ref(&()), "CannotAllocate", "Allocate", note)
                 .await;
         }
+        self.events
+            .warning(&reference(claim), "CannotAllocate", "Allocate", text)
+            .await;
     }
+}
+
+/// The Pod's Event note: which claim, and its reason (within an Event's 1024 bytes).
+pub fn pod_note(claim: &str, reason: &str) -> String {
+    let reason = reason.strip_prefix("cannot allocate: ").unwrap_or(reason);
+    truncated(format!("claim {claim} cannot be allocated: {reason}"))
 }
 
 #[cfg(test)]

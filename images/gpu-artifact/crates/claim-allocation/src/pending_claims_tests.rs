@@ -68,7 +68,7 @@ async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() 
     };
     let (snapshot, mut end) = (snapshot(), RoundEnd::default());
     let mig = Arc::new(claim("p", "gpu-mig", 1, 5));
-    let got = round.try_allocate(&mig, None, &snapshot, &mut end).await.unwrap();
+    let got = round.try_allocate(&mig, None, None, &snapshot, &mut end).await.unwrap();
     assert!(got.is_none());
     assert_eq!(
         round.memory.pending.text("p"),
@@ -76,14 +76,17 @@ async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() 
     );
     assert_eq!(end.again_in, None);
 
-    let again = round.try_allocate(&mig, None, &snapshot, &mut end).await.unwrap();
+    let again = round.try_allocate(&mig, None, None, &snapshot, &mut end).await.unwrap();
     assert!(again.is_none());
     let wait = end.again_in.expect("the rate-limited reason is due later");
     assert!(wait <= EXPLAIN_INTERVAL && wait > EXPLAIN_INTERVAL / 2, "{wait:?}");
     assert_eq!(end.explained, 1, "explained once");
 
     let broken = Arc::new(claim("b", "gpu-broken", 1, 5));
-    round.try_allocate(&broken, None, &snapshot, &mut end).await.unwrap();
+    round
+        .try_allocate(&broken, None, None, &snapshot, &mut end)
+        .await
+        .unwrap();
     let text = round.memory.pending.text("b").unwrap();
     assert!(
         text.starts_with("cannot allocate: claim ns/b: class gpu-broken: selector #0: "),
@@ -96,6 +99,18 @@ async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() 
         .call(|feed| feed.claim_event(Event::Delete(claim("whole", "gpu-physical", 1, 4))))
         .await
         .unwrap();
-    let fits = round.try_allocate(&mig, None, &snapshot, &mut end).await.unwrap();
+    let fits = round.try_allocate(&mig, None, None, &snapshot, &mut end).await.unwrap();
     assert!(fits.is_some(), "the engine followed the deletion");
+}
+
+#[test]
+fn the_pod_is_told_which_claim_and_why() {
+    assert_eq!(
+        pod_note(
+            "p-gpu-1",
+            "cannot allocate: node n1: request gpu: no device of class gpu-vfio"
+        ),
+        "claim p-gpu-1 cannot be allocated: node n1: request gpu: no device of class gpu-vfio"
+    );
+    assert_eq!(pod_note("c", &"x".repeat(2000)).len(), 1024);
 }

@@ -100,7 +100,8 @@ fn node_text(node: &NodeExplanation, facts: &NodeFacts, mig_classes: &BTreeSet<S
     text
 }
 
-fn truncated(mut text: String) -> String {
+/// `text` cut to fit an Event's note.
+pub fn truncated(mut text: String) -> String {
     if text.len() > NOTE_MAX_BYTES {
         let mut end = NOTE_MAX_BYTES - 3;
         while !text.is_char_boundary(end) {

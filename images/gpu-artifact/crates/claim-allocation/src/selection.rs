@@ -21,9 +21,9 @@ pub struct GatedPod {
 pub struct Work {
     pub standalone: Vec<Arc<ResourceClaim>>,
     pub gated: Vec<GatedPod>,
-    /// Unallocated claims of our driver whose (ungated) Pod the scheduler found unschedulable:
-    /// not ours to allocate, but their users are told why they fit nowhere.
-    pub unschedulable: Vec<Arc<ResourceClaim>>,
+    /// Unallocated claims of our driver whose (ungated) Pod the scheduler found unschedulable,
+    /// with the Pod: not ours to allocate, but their users are told why they fit nowhere.
+    pub unschedulable: Vec<(Arc<Pod>, Arc<ResourceClaim>)>,
 }
 
 /// True when the scheduler gave up on the Pod for now (PodScheduled False, Unschedulable).
@@ -124,7 +124,7 @@ pub fn plan(claims: &[Arc<ResourceClaim>], pods: &[Arc<Pod>], classes: &HashMap<
                 .iter()
                 .filter_map(|n| by_key.get(&(namespace.clone(), n.clone())))
                 .filter(|c| !allocated(c) && is_our_claim(c, classes));
-            work.unschedulable.extend(waiting.map(|c| (*c).clone()));
+            work.unschedulable.extend(waiting.map(|c| (pod.clone(), (*c).clone())));
         }
         if !gated || pod.metadata.deletion_timestamp.is_some() || !complete {
             continue;
@@ -240,8 +240,16 @@ mod tests {
             pod("p3", "gated", "SchedulingGated"),
         ];
         let work = plan(&claims, &pods, &classes());
-        let names: Vec<_> = work.unschedulable.iter().map(|c| c.name_any()).collect();
-        assert_eq!(names, ["waits"], "only our claims, only where the scheduler gave up");
+        let names: Vec<_> = work
+            .unschedulable
+            .iter()
+            .map(|(p, c)| (p.name_any(), c.name_any()))
+            .collect();
+        assert_eq!(
+            names,
+            [("p1".to_owned(), "waits".to_owned())],
+            "only our claims, only where the scheduler gave up"
+        );
         assert!(work.standalone.is_empty());
     }
 }
