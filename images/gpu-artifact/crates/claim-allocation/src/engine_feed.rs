@@ -1,6 +1,7 @@
 //! Keeps one allocation engine up to date from watch events, so a round never rebuilds it: a slice,
-//! class or claim event applies or removes that one object; a re-list (after a watch restart) is
-//! applied when complete, and whatever it no longer lists is removed.
+//! class or claim event applies or removes that one object. A list (at start, or after a watch
+//! restart) is applied object by object as it arrives, so no copy of the whole list is held, and
+//! when it is complete whatever it no longer lists is removed.
 //!
 //! Our own writes reach the engine before the watch brings them back (so the next claim never
 //! gets the same devices). Until the watch shows the claim at the resourceVersion we wrote, older
@@ -17,26 +18,18 @@ use kube::runtime::watcher::Event;
 #[derive(Default)]
 pub struct EngineFeed {
     pub engine: Allocator,
-    slices: Relist<ResourceSlice>,
-    classes: Relist<DeviceClass>,
-    claims: Relist<ResourceClaim>,
+    slices: Relist,
+    classes: Relist,
+    claims: Relist,
     /// Claims we wrote, by id, with the resourceVersion the API server gave our write.
     written: HashMap<String, u64>,
 }
 
-/// The names known of one kind, and the objects of a re-list in progress.
-struct Relist<K> {
+/// The names known of one kind, and the names of a list in progress.
+#[derive(Default)]
+struct Relist {
     known: HashSet<String>,
-    listing: Option<Vec<K>>,
-}
-
-impl<K> Default for Relist<K> {
-    fn default() -> Self {
-        Relist {
-            known: HashSet::new(),
-            listing: None,
-        }
-    }
+    listing: Option<HashSet<String>>,
 }
 
 /// What one watch event asks of a kind: objects to apply, names to remove.
@@ -45,8 +38,8 @@ struct Changes<K> {
     remove: Vec<String>,
 }
 
-impl<K> Relist<K> {
-    fn follow(&mut self, event: Event<K>, name: impl Fn(&K) -> String) -> Changes<K> {
+impl Relist {
+    fn follow<K>(&mut self, event: Event<K>, name: impl Fn(&K) -> String) -> Changes<K> {
         let mut changes = Changes {
             apply: vec![],
             remove: vec![],
@@ -61,15 +54,16 @@ impl<K> Relist<K> {
                 self.known.remove(&name);
                 changes.remove.push(name);
             }
-            Event::Init => self.listing = Some(vec![]),
-            Event::InitApply(object) => self.listing.get_or_insert_with(Vec::new).push(object),
+            Event::Init => self.listing = Some(HashSet::new()),
+            Event::InitApply(object) => {
+                self.listing.get_or_insert_with(HashSet::new).insert(name(&object));
+                changes.apply.push(object);
+            }
             Event::InitDone => {
                 let listed = self.listing.take().unwrap_or_default();
-                let names: HashSet<String> = listed.iter().map(&name).collect();
-                changes.remove = self.known.difference(&names).cloned().collect();
+                changes.remove = self.known.difference(&listed).cloned().collect();
                 changes.remove.sort();
-                self.known = names;
-                changes.apply = listed;
+                self.known = listed;
             }
         }
         changes

@@ -128,3 +128,24 @@ fn a_deleted_claim_we_wrote_is_forgotten() {
     assert!(!feed.awaiting_watch("a"));
     assert_eq!(feed.engine.state(), rebuilt(&n1, &device_classes(), &[]).state());
 }
+
+#[test]
+fn a_list_is_applied_as_it_arrives() {
+    let mut feed = EngineFeed::default();
+    for class in device_classes() {
+        feed.class_event(Event::Apply(class));
+    }
+    let n1 = slices("n1", 2);
+    feed.slice_event(Event::Init);
+    for slice in &n1 {
+        feed.slice_event(Event::InitApply(slice.clone()));
+    }
+    let full = rebuilt(&n1, &device_classes(), &[]);
+    assert_eq!(
+        feed.engine.device_count(),
+        full.device_count(),
+        "the engine holds the devices, not a buffer of the list"
+    );
+    feed.slice_event(Event::InitDone);
+    assert_eq!(feed.engine.state(), full.state());
+}
