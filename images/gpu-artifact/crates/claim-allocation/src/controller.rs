@@ -1,14 +1,14 @@
 //! Watches claims, slices, classes and Pods; while this replica leads, runs an allocation round
 //! after every burst of changes. Slice, class and claim events also go to the one engine (see
 //! `engine_feed`), before the stores see them, so a round's engine is never older than its
-//! snapshot. Unsatisfiable claims wait for the next change (or for their Pending reason to be due);
-//! a failed round waits with exponential backoff; a write refused by the fence ends the round.
+//! snapshot. When the next round runs is `round_schedule`'s to say; a write refused by the fence
+//! ends the round.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use component_base::{Readiness, Shutdown};
-use controller_plumbing::{Backoff, EventPublisher, LeaderElection};
+use controller_plumbing::{EventPublisher, LeaderElection};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
@@ -27,6 +27,7 @@ use crate::lean_objects::{lean_pod, lean_slice, without_managed_fields};
 use crate::metrics::Metrics;
 use crate::node_facts::NodeFactStores;
 use crate::pass::{Memory, Round, Snapshot};
+use crate::round_schedule::{NextRound, RoundOutcome, RoundSchedule};
 
 /// Quiet time that ends a burst of watch events: one round per burst.
 const BURST_WINDOW: Duration = Duration::from_millis(50);
@@ -68,29 +69,6 @@ where
         });
     tokio::spawn(stream);
     store
-}
-
-/// Delays between failed rounds: doubling from 2 s up to 2 minutes, reset by a round that works.
-pub struct RoundRetry {
-    backoff: Backoff,
-}
-
-impl Default for RoundRetry {
-    fn default() -> Self {
-        RoundRetry {
-            backoff: Backoff::new(Duration::from_secs(2), Duration::from_secs(120)),
-        }
-    }
-}
-
-impl RoundRetry {
-    pub fn failed(&mut self) -> Duration {
-        self.backoff.next_delay()
-    }
-
-    pub fn succeeded(&mut self) {
-        *self = RoundRetry::default();
-    }
 }
 
 pub async fn run(
@@ -142,10 +120,8 @@ pub async fn run(
         Fence::new(client.clone(), &lease.namespace, &lease.name, &lease.identity)
     });
     let mut memory = Memory::default();
-    let mut retry = RoundRetry::default();
+    let mut schedule = RoundSchedule::default();
     let mut term_begun = false;
-    let mut wake_at: Option<Instant> = None;
-    let mut hold_until: Option<Instant> = None;
     trigger.notify_one();
     loop {
         if let Some(election) = election.as_mut()
@@ -170,26 +146,25 @@ pub async fn run(
             }
             term_begun = true;
         }
-        if let Some(until) = hold_until.take() {
-            // After a failure, watch events do not bring the next round forward.
-            tokio::select! {
-                _ = tokio::time::sleep_until(until) => {}
+        match schedule.next() {
+            NextRound::At(at) => tokio::select! {
+                _ = tokio::time::sleep_until(at) => {}
                 _ = shutdown.cancelled() => return Ok(()),
-            }
-        } else {
-            let wake = async {
-                match wake_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => futures::future::pending().await,
+            },
+            NextRound::OnChange { at_the_latest } => {
+                let due = async {
+                    match at_the_latest {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => futures::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = trigger.notified() => {}
+                    _ = due => {}
+                    _ = shutdown.cancelled() => return Ok(()),
                 }
-            };
-            tokio::select! {
-                _ = trigger.notified() => {}
-                _ = wake => {}
-                _ = shutdown.cancelled() => return Ok(()),
             }
         }
-        wake_at = None;
         while tokio::time::timeout(BURST_WINDOW, trigger.notified()).await.is_ok() {}
         if election.as_ref().is_some_and(|e| !e.is_leader()) {
             continue;
@@ -211,39 +186,20 @@ pub async fn run(
             metrics: &metrics,
             memory: &mut memory,
         };
-        match round.run(&snapshot).await {
-            Ok(end) => {
-                retry.succeeded();
-                wake_at = end.again_in.map(|wait| Instant::now() + wait);
-            }
+        let outcome = match round.run(&snapshot).await {
+            Ok(end) => RoundOutcome::Done { again_in: end.again_in },
             Err(error) if error.downcast_ref::<NotLeading>().is_some() => {
-                // Leadership moved on between rounds' checks: stop writing at once; the term is
-                // checked again before the next round.
+                // Leadership moved on since the round began: it stopped before writing; the term
+                // is checked again before the next round.
                 tracing::warn!(error = %format!("{error:#}"), "not leading: the round stopped before writing");
                 term_begun = false;
-                hold_until = Some(Instant::now() + Duration::from_secs(1));
+                RoundOutcome::NotLeading
             }
             Err(error) => {
-                // A failed write or engine call: the next round waits, longer after every failure,
-                // so an API outage is not a hot loop.
-                let delay = retry.failed();
-                tracing::warn!(error = %format!("{error:#}"), retry_in = ?delay, "allocation round failed");
-                hold_until = Some(Instant::now() + delay);
+                tracing::warn!(error = %format!("{error:#}"), "allocation round failed; backing off");
+                RoundOutcome::Failed
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failed_rounds_back_off_until_one_works() {
-        let mut retry = RoundRetry::default();
-        let delays: Vec<u64> = (0..8).map(|_| retry.failed().as_secs()).collect();
-        assert_eq!(delays, [2, 4, 8, 16, 32, 64, 120, 120]);
-        retry.succeeded();
-        assert_eq!(retry.failed(), Duration::from_secs(2));
+        };
+        schedule.ended(outcome, Instant::now());
     }
 }

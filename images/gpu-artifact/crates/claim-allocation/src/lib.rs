@@ -27,6 +27,7 @@ mod pending_claims;
 pub mod pending_notes;
 pub mod pending_reason;
 pub mod releases;
+pub mod round_schedule;
 pub mod selection;
 #[cfg(test)]
 mod test_objects;
