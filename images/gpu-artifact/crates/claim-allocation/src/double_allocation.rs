@@ -137,6 +137,7 @@ impl Round<'_> {
             match self.writes.deallocation(claim).await? {
                 Written::Yes(stored) => {
                     self.engine.call(move |feed| feed.wrote(&stored)).await?;
+                    self.metrics.repairs.inc();
                     let note = repair_note(&deallocation);
                     tracing::warn!(claim = %deallocation.claim, %note, "repaired a double allocation");
                     self.events

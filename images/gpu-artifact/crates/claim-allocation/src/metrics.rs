@@ -27,6 +27,10 @@ pub struct Metrics {
     pub latency: Histogram,
     pub violations: Counter,
     pub ignored_slices: Gauge,
+    /// Claims whose allocation or explanation panicked in the engine (each skipped until it changes).
+    pub panics: Counter,
+    /// Claims deallocated because a device they held was also held by another claim.
+    pub repairs: Counter,
 }
 
 impl Metrics {
@@ -36,6 +40,8 @@ impl Metrics {
             latency: Histogram::new([0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
             violations: Counter::default(),
             ignored_slices: Gauge::default(),
+            panics: Counter::default(),
+            repairs: Counter::default(),
         };
         registry.register(
             "gpu_dra_claim_allocations",
@@ -56,6 +62,16 @@ impl Metrics {
             "gpu_dra_ignored_slices",
             "ResourceSlices skipped because they are malformed",
             metrics.ignored_slices.clone(),
+        );
+        registry.register(
+            "gpu_dra_allocation_panics",
+            "Claims whose allocation panicked in the engine; each is skipped until it changes",
+            metrics.panics.clone(),
+        );
+        registry.register(
+            "gpu_dra_double_allocations_repaired",
+            "Claims deallocated to be allocated again because a device they held was held by another claim",
+            metrics.repairs.clone(),
         );
         metrics
     }

@@ -112,6 +112,7 @@ impl Round<'_> {
         self.memory
             .panicked
             .insert(claim_id(claim), claim.resource_version().unwrap_or_default());
+        self.metrics.panics.inc();
         Unallocated::Panicked(panic)
     }
 
