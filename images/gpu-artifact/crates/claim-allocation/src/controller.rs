@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use component_base::{Readiness, Shutdown};
-use controller_plumbing::{EventPublisher, LeaderElection};
+use controller_plumbing::LeaderElection;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
@@ -26,6 +26,7 @@ use crate::fencing::{Fence, NotLeading};
 use crate::lean_objects::{lean_pod, lean_slice, without_managed_fields};
 use crate::metrics::Metrics;
 use crate::node_facts::NodeFactStores;
+use crate::note_events::NoteEvents;
 use crate::pass::{Memory, Round, Snapshot};
 use crate::round_schedule::{NextRound, RoundOutcome, RoundSchedule};
 
@@ -114,7 +115,7 @@ pub async fn run(
     }
     readiness.set(READY_GATE, true);
     let identity = std::env::var("POD_NAME").ok();
-    let events = EventPublisher::new(client.clone(), FIELD_MANAGER, identity);
+    let events = NoteEvents::new(client.clone(), FIELD_MANAGER, identity);
     let mut fence = election.as_ref().map(|e| {
         let lease = e.lease();
         Fence::new(client.clone(), &lease.namespace, &lease.name, &lease.identity)

@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_plumbing::EventPublisher;
 use dra_allocator::claim_id;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
@@ -16,6 +15,7 @@ use kube::{Resource, ResourceExt};
 use crate::claim_writes::{ClaimWrites, Written};
 use crate::engine_thread::EngineThread;
 use crate::metrics::{Metrics, allocation_counts};
+use crate::note_events::NoteEvents;
 use crate::pending_notes::PendingNotes;
 use crate::pending_reason::NodeFacts;
 use crate::releases::Releases;
@@ -58,7 +58,7 @@ impl Memory {
 pub struct Round<'a> {
     pub engine: &'a EngineThread,
     pub writes: ClaimWrites<'a>,
-    pub events: &'a EventPublisher,
+    pub events: &'a NoteEvents,
     pub metrics: &'a Metrics,
     pub memory: &'a mut Memory,
 }
@@ -90,6 +90,9 @@ impl Round<'_> {
         }
         let live: HashSet<String> = snapshot.claims.iter().map(|c| claim_id(c)).collect();
         self.memory.prune(&live);
+        let pods = snapshot.pods.iter().filter_map(|p| p.metadata.uid.clone());
+        let claims = snapshot.claims.iter().filter_map(|c| c.metadata.uid.clone());
+        self.events.prune(&pods.chain(claims).collect());
         let ignored = self.engine.call(|feed| feed.engine.ignored_slices().len()).await?;
         self.metrics.ignored_slices.set(ignored as i64);
         let by_name = snapshot.classes.iter().map(|c| (c.name_any(), c.clone())).collect();

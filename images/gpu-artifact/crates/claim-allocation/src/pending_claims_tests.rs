@@ -7,11 +7,11 @@ use crate::claim_writes::ClaimWrites;
 use crate::engine_feed::EngineFeed;
 use crate::engine_thread::EngineThread;
 use crate::metrics::Metrics;
+use crate::note_events::NoteEvents;
 use crate::pass::Memory;
 use crate::pending_notes::EXPLAIN_INTERVAL;
 use crate::pending_reason::NodeFacts;
 use crate::test_objects::{claim, class, device_classes, slices};
-use controller_plumbing::EventPublisher;
 use kube::runtime::watcher::Event;
 
 async fn engine_with_one_card_held() -> EngineThread {
@@ -53,7 +53,7 @@ fn snapshot() -> Snapshot {
 async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() {
     let engine = engine_with_one_card_held().await;
     let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
-    let events = EventPublisher::new(client.clone(), "test", None);
+    let events = NoteEvents::new(client.clone(), "test", None);
     let metrics = Metrics::register(&mut prometheus_client::registry::Registry::default());
     let mut memory = Memory::default();
     let mut round = Round {
