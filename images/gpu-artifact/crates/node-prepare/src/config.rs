@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::driver_files::DriverFiles;
+
 /// The CDI vendor and class of our per-claim specs (`<vendor>/<class>`).
 pub const CDI_KIND: &str = "gpu.deckhouse.io/claim";
 
@@ -34,6 +36,13 @@ pub struct NodePrepareConfig {
     /// How long the kernel may take to show a PCI function's new driver
     /// after an unbind or bind (VFIO).
     pub vfio_bind_timeout: Duration,
+    /// The driver's libraries and tools every GPU container gets (mounts and the ld cache hook);
+    /// `None`: device nodes and environment only.
+    pub driver: Option<DriverFiles>,
+    /// Runs a card's MPS control daemon with the card's shared-memory directory (a tmpfs it mounts)
+    /// as its `/dev/shm`: `<launcher> mps-namespace <shm dir> -- <mps_control> ...`. `None`: the
+    /// daemon runs as it is, and the directory is a plain one (simulated nodes).
+    pub mps_launcher: Option<PathBuf>,
 }
 
 impl NodePrepareConfig {
@@ -53,6 +62,8 @@ impl NodePrepareConfig {
             mps_control: PathBuf::from("nvidia-cuda-mps-control"),
             tool_timeout: Duration::from_secs(30),
             vfio_bind_timeout: Duration::from_secs(10),
+            driver: None,
+            mps_launcher: None,
         }
     }
 
@@ -95,6 +106,11 @@ impl NodePrepareConfig {
     /// `CUDA_MPS_LOG_DIRECTORY` of a card's daemon.
     pub fn mps_log_dir(&self, card: &str) -> PathBuf {
         self.mps_dir(card).join("log")
+    }
+
+    /// The card's MPS shared memory: the daemon's and every client's `/dev/shm`.
+    pub fn mps_shm_dir(&self, card: &str) -> PathBuf {
+        self.mps_dir(card).join("shm")
     }
 
     /// The QEMU hook payload of a VFIO claim: `<plugin_dir>/vfio/<claimUID>.json` (see the crate docs).

@@ -62,11 +62,13 @@ mod checkpoint;
 mod checks;
 mod config;
 mod device_plan;
+mod driver_files;
 mod driver_proc;
 mod error;
 mod fault_point;
 mod host_tool;
 mod mps_daemon;
+mod mps_namespace;
 mod node_lock;
 mod preparer;
 mod rebooted;
@@ -87,6 +89,8 @@ pub use checkpoint::{
     CardSharing, CheckpointClaim, CheckpointDevice, ClaimState, MigInstanceRecord, VfioFunctionRecord, VfioRecord,
 };
 pub use config::{CDI_KIND, NodePrepareConfig};
+pub use driver_files::DriverFiles;
+pub use mps_namespace::{MPS_NAMESPACE_COMMAND, exec_in_mps_namespace};
 pub use error::PrepareError;
 pub use fault_point::FAULT_POINT_ENV;
 pub use preparer::NodePreparer;

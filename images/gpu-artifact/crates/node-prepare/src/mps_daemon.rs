@@ -26,14 +26,23 @@ pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &st
     if dir.exists() {
         return Ok(false);
     }
-    for made in [config.mps_pipe_dir(card), config.mps_log_dir(card)] {
+    for made in [config.mps_pipe_dir(card), config.mps_log_dir(card), config.mps_shm_dir(card)] {
         fs::create_dir_all(&made).map_err(PrepareError::io("create directory", &made))?;
+    }
+    if config.mps_launcher.is_some() {
+        let shm = config.mps_shm_dir(card);
+        let mounted = crate::mps_namespace::mount_shm(&shm);
+        if let Err(error) = mounted {
+            let _ = fs::remove_dir_all(&dir);
+            return Err(error);
+        }
     }
     let uuid_file = dir.join(VISIBLE_DEVICES_FILE);
     let started = fs::write(&uuid_file, uuid)
         .map_err(PrepareError::io("write", &uuid_file))
         .and_then(|()| control(config, card, uuid, vec!["-d".into()], None, true).run(config.tool_timeout));
     if let Err(error) = started {
+        crate::mps_namespace::unmount_shm(config, card);
         let _ = fs::remove_dir_all(&dir);
         return Err(error);
     }
@@ -59,6 +68,7 @@ pub(crate) fn stop_mps_daemon(config: &NodePrepareConfig, card: &str) -> Result<
             false
         }
     };
+    crate::mps_namespace::unmount_shm(config, card);
     fs::remove_dir_all(&dir).map_err(PrepareError::io("remove", &dir))?;
     Ok(stopped)
 }
@@ -85,8 +95,21 @@ fn control<'a>(
     stdin: Option<&'static str>,
     starts_daemon: bool,
 ) -> ToolRun<'a> {
+    let (program, args) = match &config.mps_launcher {
+        Some(launcher) => {
+            let mut wrapped = vec![
+                crate::mps_namespace::MPS_NAMESPACE_COMMAND.to_owned(),
+                config.mps_shm_dir(card).display().to_string(),
+                "--".to_owned(),
+                config.mps_control.display().to_string(),
+            ];
+            wrapped.extend(args);
+            (launcher.as_path(), wrapped)
+        }
+        None => (config.mps_control.as_path(), args),
+    };
     ToolRun {
-        program: &config.mps_control,
+        program,
         args,
         env: vec![
             ("CUDA_VISIBLE_DEVICES", uuid.to_owned()),
