@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo-down: stops the demo (its process group: the simulated nodes and every component) and its
+# make demo-down: stops the demo: the real node, or (DEMO=simulated) its process group: the simulated nodes and every component) and its
 # control plane.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -13,4 +13,5 @@ if [ -f "$dir/demo.pid" ]; then
   rm -f "$dir/demo.pid"
 fi
 "$repo/tools/testbed/cluster-down.sh" "$dir/cluster"
+"$repo/tools/testbed/node-down.sh" "$dir/node" 2>/dev/null
 echo "demo stopped"

@@ -7,6 +7,8 @@
 #   TESTBED_ADVERTISE_ADDRESS=<ip>     the real node's (node-up.sh): the API server listens on every
 #                                      address of its network namespace (the node's, which has no route
 #                                      out) and the `kubernetes` Service points at <ip>.
+#   TESTBED_AUDIT_GROUP=<group>        audit log (Metadata level, <dir>/logs/audit.log) of the requests
+#                                      of that group only, e.g. system:serviceaccounts:d8-gpu.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -106,9 +108,15 @@ start etcd --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$etcd_p
   --unsafe-no-fsync --quota-backend-bytes 4294967296
 wait_healthy etcd "http://127.0.0.1:$etcd_port/health"
 
+audit=()
+if [ -n "${TESTBED_AUDIT_GROUP:-}" ]; then
+  printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  userGroups: ["%s"]\n- level: None\n' \
+    "$TESTBED_AUDIT_GROUP" > "$dir/audit-policy.yaml"
+  audit=(--audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log")
+fi
 if [ "$advertise" = 127.0.0.1 ]; then apiserver_address=(--bind-address 127.0.0.1 --endpoint-reconciler-type none)
 else apiserver_address=(--bind-address 0.0.0.0 --endpoint-reconciler-type lease); fi
-start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" "${apiserver_address[@]}" \
+start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" "${apiserver_address[@]}" ${audit[@]+"${audit[@]}"} \
   --advertise-address "$advertise" --secure-port "$api_port" --cert-dir "$pki" \
   --kubelet-client-certificate "$pki/admin.crt" --kubelet-client-key "$pki/admin.key" \
   --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/ca.crt" \

@@ -74,7 +74,7 @@ inside "$here/node/node-inside.sh" "$dir" setup
 
 # --- control plane, inside: the node and its Pods reach it at the node's address ------------------
 echo "== control plane $K8S_VERSION inside the node's network" >&2
-TESTBED_DIR="$dir/cluster" TESTBED_ADVERTISE_ADDRESS="$NODE_IP" inside "$here/cluster-up.sh" "$k8s" > /dev/null
+TESTBED_DIR="$dir/cluster" TESTBED_ADVERTISE_ADDRESS="$NODE_IP" TESTBED_AUDIT_GROUP=system:serviceaccounts:d8-gpu inside "$here/cluster-up.sh" "$k8s" > /dev/null
 api_port=$(awk '{print $3}' "$dir/cluster/ports")
 "$here/node/node-certs.sh" "$dir" "$api_port"
 
@@ -91,14 +91,13 @@ t_node=$(date +%s)
 echo "== images: built from the workspace, imported into containerd" >&2
 "$here/node/images.sh" "$dir" "$box"
 t_images=$(date +%s)
-# The kernel side of binding a card to vfio-pci, for the fixture host (inside: it makes /dev/vfio nodes).
-inside setsid "$tools/real-node-host" kernel "$NODE_HOST" /dev > "$dir/logs/kernel-emulator.log" 2>&1 < /dev/null &
 "$tools/real-node-host" wait-node-ready "$NODE_NAME" 120 >&2
 
 if [ "${NODE_MODULE:-1}" != 0 ]; then
   echo "== the module, installed by the test bed's module operator (hooks + helm + apply)" >&2
   HELM_BIN="${HELM_BIN:-$("$repo/tools/install/helm.sh")}" OWNER_PID="$box" setsid "$tools/module-operator" \
-    --chart "$repo" --images "$dir/images.json" --node-dir "$dir" \
+    --chart "$repo" --images "$dir/images.json" \
+    --hooks "$target/x86_64-unknown-linux-gnu/debug/gpu-module-hooks" \
     > "$dir/logs/module-operator.log" 2>&1 < /dev/null &
   echo "$! module-operator" >> "$dir/outside-pids"
 fi

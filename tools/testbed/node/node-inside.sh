@@ -24,13 +24,13 @@ setup_network() {
 }
 
 # --- the host the node's Pods see through hostPath: the fixture host merged with the real kernel ----
-# /sys: the fixture's tree, with every real entry the fixture does not have bound back from a sysfs of
-# this network namespace (cgroups, CPUs, net devices), two levels deep: the fixture owns bus/pci,
-# devices/pci*, kernel/iommu_groups, class/dmi.
+# /sys: the fixture's tree, with every entry of the machine's /sys the fixture does not have bound back
+# (cgroups, CPUs, memory), two levels deep: the fixture owns bus/pci, devices/pci0000:00,
+# kernel/iommu_groups and class/dmi. Network devices come from a sysfs mounted in the node's network
+# namespace, which shows the node's own.
 setup_sys() {
-  local real="$dir/run/real-sys" fixture="$NODE_HOST/sys"
-  mkdir -p "$real"; mount -t sysfs sysfs "$real"
-  for top in "$real"/*; do
+  local fixture="$NODE_HOST/sys" netsys="$dir/run/net-sys"
+  for top in /sys/*; do
     local name; name=$(basename "$top")
     if [ ! -e "$fixture/$name" ]; then
       placeholder "$top" "$fixture/$name"; mount --rbind "$top" "$fixture/$name"; continue
@@ -38,11 +38,14 @@ setup_sys() {
     [ -d "$top" ] && [ ! -L "$top" ] || continue
     for entry in "$top"/*; do
       local child; child=$(basename "$entry")
-      [ -e "$fixture/$name/$child" ] || [ -L "$fixture/$name/$child" ] && continue
+      { [ -e "$fixture/$name/$child" ] || [ -L "$fixture/$name/$child" ]; } && continue
       placeholder "$entry" "$fixture/$name/$child"; mount --rbind "$entry" "$fixture/$name/$child"
     done
   done
+  mkdir -p "$netsys"; mount -t sysfs sysfs "$netsys"
   mount --rbind "$fixture" /sys
+  mount --bind "$netsys/class/net" /sys/class/net
+  mount --bind "$netsys/devices/virtual/net" /sys/devices/virtual/net
 }
 placeholder() { # real-entry fixture-path
   if [ -d "$1" ] && [ ! -L "$1" ]; then mkdir -p "$2"; else : > "$2"; fi
@@ -113,6 +116,9 @@ start() { # name args...
 
 start_node() {
   export PATH="$CONTAINERD_BIN:$PATH"
+  # The kernel's side of the GPUs: a node start is a boot (sysfs as after boot, bindings emulated).
+  start kernel-emulator "$NODE_TOOLS/real-node-host" kernel "$NODE_HOST" /dev
+  wait_for "kernel emulation" grep -q running "$dir/logs/kernel-emulator.log"
   start containerd "$CONTAINERD_BIN/containerd" --config "$dir/config/containerd.toml"
   wait_for "containerd socket" test -S /run/containerd/containerd.sock
   start kube-proxy "$K8S_BIN/kube-proxy" --config "$dir/config/kube-proxy.yaml" --v=2

@@ -5,6 +5,7 @@
 //! Test-only.
 
 pub mod host;
+pub mod module_status;
 pub mod node;
 pub mod operator;
 pub mod proc_hook;
