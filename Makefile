@@ -6,10 +6,14 @@ export GPU_CACHE
 export CARGO_TARGET_DIR ?= $(GPU_CACHE)/cargo-target/$(shell printf '%s' "$(CURDIR)" | sha1sum | cut -c1-12)
 K8S ?= 1.34
 
-.PHONY: test demo demo-down bench control-plane cluster-up cluster-down fmt lint crds
+.PHONY: test fuzz demo demo-down bench control-plane cluster-up cluster-down fmt lint crds
 
 test:
 	tools/test/run.sh
+
+# The long run of the parsers' property tests: 1,000,000 cases each (PROPERTY_CASES overrides).
+fuzz:
+	tools/test/fuzz.sh
 
 demo:
 	@K8S=$(K8S) tools/demo/demo-up.sh

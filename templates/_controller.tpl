@@ -10,16 +10,16 @@ Usage: {{ include "gpu.controller" (dict "ctx" . "name" "gpu-dra-controller" "im
 {{- define "gpu.controller" -}}
 {{- $ctx := .ctx -}}
 {{- $name := .name -}}
-{{- $ha := eq (include "gpu.haEnabled" $ctx) "true" -}}
+{{- $ha := not (empty (include "helm_lib_ha_enabled" $ctx)) -}}
 ---
 apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: {{ $name }}
-  namespace: d8-gpu
-  {{- include "gpu.labels" (list $ctx (dict "app" $name)) | nindent 2 }}
+  namespace: d8-{{ $ctx.Chart.Name }}
+  {{- include "helm_lib_module_labels" (list $ctx (dict "app" $name)) | nindent 2 }}
 spec:
-  replicas: {{ ternary 2 1 $ha }}
+  replicas: {{ include "helm_lib_is_ha_to_value" (list $ctx 2 1) }}
   revisionHistoryLimit: 2
   {{- if $ha }}
   strategy:
@@ -38,27 +38,15 @@ spec:
       annotations:
         checksum/tls: {{ include (print $ctx.Template.BasePath "/tls-secrets.yaml") $ctx | sha256sum }}
     spec:
-      {{- include "gpu.podCommon" (list $ctx "system-cluster-critical") | nindent 6 }}
+      {{- include "gpu.imagePullSecrets" $ctx | nindent 6 }}
+      {{- include "helm_lib_priority_class" (tuple $ctx "system-cluster-critical") | nindent 6 }}
       serviceAccountName: {{ $name }}
       {{- include "gpu.controlPlanePlacement" $ctx | nindent 6 }}
-      {{- if $ha }}
-      affinity:
-        podAntiAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-          - topologyKey: kubernetes.io/hostname
-            labelSelector:
-              matchLabels:
-                app: {{ $name }}
-      {{- end }}
-      securityContext:
-        runAsNonRoot: true
-        runAsUser: 64535
-        runAsGroup: 64535
-        seccompProfile:
-          type: RuntimeDefault
+      {{- include "helm_lib_pod_anti_affinity_for_ha" (list $ctx (dict "app" $name)) | nindent 6 }}
+      {{- include "helm_lib_module_pod_security_context_run_as_user_deckhouse" $ctx | nindent 6 }}
       containers:
       - name: {{ $name }}
-        image: {{ include "gpu.image" (list $ctx .image) }}
+        image: {{ include "helm_lib_module_image" (list $ctx .image) }}
         imagePullPolicy: IfNotPresent
         env:
         - name: LOG_LEVEL
@@ -79,32 +67,23 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: metadata.name
-        # The health server listens on loopback only: the kubelet probes it through kube-rbac-proxy.
+        # The health server listens on loopback only: the kubelet probes it through kube-rbac-proxy,
+        # by the sidecar's port number (a named port resolves in the probed container only).
         livenessProbe:
           httpGet:
             path: /healthz
-            port: https-metrics
+            port: 8443
             scheme: HTTPS
           periodSeconds: 10
           failureThreshold: 3
         readinessProbe:
           httpGet:
             path: /readyz
-            port: https-metrics
+            port: 8443
             scheme: HTTPS
           periodSeconds: 5
-        securityContext:
-          readOnlyRootFilesystem: true
-          allowPrivilegeEscalation: false
-          capabilities:
-            drop: ["ALL"]
-        resources:
-          requests:
-            ephemeral-storage: 50Mi
-            {{- if not (has "vertical-pod-autoscaler-crd" $ctx.Values.global.enabledModules) }}
-            cpu: {{ .resources.cpu }}
-            memory: {{ .resources.memory }}
-            {{- end }}
+        {{- include "helm_lib_module_container_security_context_read_only_root_filesystem_capabilities_drop_all_pss_restricted" $ctx | nindent 8 }}
+        {{- include "gpu.resources" (list $ctx .resources) | nindent 8 }}
       {{- include "gpu.kubeRbacProxy.sidecar" (dict "ctx" $ctx "resource" "deployments" "name" $name "upstream" "127.0.0.1:8080" "port" 8443) | nindent 6 }}
       volumes:
       {{- include "gpu.kubeRbacProxy.volume" $ctx | nindent 6 }}
@@ -113,23 +92,21 @@ apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata:
   name: {{ $name }}
-  namespace: d8-gpu
-  {{- include "gpu.labels" (list $ctx (dict "app" $name)) | nindent 2 }}
+  namespace: d8-{{ $ctx.Chart.Name }}
+  {{- include "helm_lib_module_labels" (list $ctx (dict "app" $name)) | nindent 2 }}
 spec:
-  minAvailable: {{ ternary 1 0 $ha }}
+  minAvailable: {{ include "helm_lib_is_ha_to_value" (list $ctx 1 0) }}
   selector:
     matchLabels:
       app: {{ $name }}
-{{- include "gpu.vpa" (list $ctx "Deployment" $name (list
-      (dict "name" $name "min" .resources "max" .maxResources)
-      (include "gpu.kubeRbacProxy.vpaBounds" $ctx | fromJson))) }}
+{{- include "gpu.vpa" (list $ctx "Deployment" $name (list (dict "name" $name "min" .resources "max" .maxResources)) true) }}
 ---
 apiVersion: v1
 kind: Service
 metadata:
   name: {{ $name }}-metrics
-  namespace: d8-gpu
-  {{- include "gpu.labels" (list $ctx (dict "app" $name)) | nindent 2 }}
+  namespace: d8-{{ $ctx.Chart.Name }}
+  {{- include "helm_lib_module_labels" (list $ctx (dict "app" $name)) | nindent 2 }}
 spec:
   clusterIP: None
   selector:
@@ -146,11 +123,11 @@ kind: ServiceMonitor
 metadata:
   name: {{ $name }}
   namespace: d8-monitoring
-  {{- include "gpu.labels" (list $ctx (dict "prometheus" "main")) | nindent 2 }}
+  {{- include "helm_lib_module_labels" (list $ctx (dict "prometheus" "main")) | nindent 2 }}
 spec:
   jobLabel: app
   namespaceSelector:
-    matchNames: [d8-gpu]
+    matchNames: [d8-{{ $ctx.Chart.Name }}]
   selector:
     matchLabels:
       app: {{ $name }}

@@ -1,99 +1,39 @@
 {{- /*
-The module's own Helm helpers. lib-helm cannot be vendored here (no chart repository is reachable
-from the build machines), so the few helpers the templates need are written out, following lib-helm's
-behaviour where one exists (named in each comment).
+The module's own Helm helpers, only for what lib-helm (charts/deckhouse_lib_helm-*.tgz, the helm_lib_*
+helpers) does not provide: where node components run (bootstrap node lists, GPU node expressions,
+tolerations with the admin's list), what the API server serves, and one VPA per workload.
+Images, labels, priority classes, placement of controllers, HA, security contexts, PDB values, the
+kube-rbac-proxy CA and resources, monitoring objects and proxy envs come from lib-helm.
 */ -}}
 
-{{- /* Image reference from global.modulesImages digests (lib-helm helm_lib_module_image).
-Usage: {{ include "gpu.image" (list . "gpuController") }} */ -}}
-{{- define "gpu.image" -}}
-{{- $ctx := index . 0 -}}
-{{- $name := index . 1 -}}
-{{- $digest := dig "gpu" $name "" $ctx.Values.global.modulesImages.digests -}}
-{{- if not $digest }}{{ fail (printf "image gpu.%s has no digest in global.modulesImages.digests" $name) }}{{ end -}}
-{{- $registry := $ctx.Values.global.modulesImages.registry.base -}}
-{{- $own := dig "registry" "base" "" $ctx.Values.gpu -}}
-{{- if $own }}{{ $registry = printf "%s/gpu" (trimAll "/" $own) }}{{ end -}}
-{{- printf "%s@%s" $registry $digest -}}
-{{- end -}}
-
-{{- /* An image shared by every Deckhouse module (lib-helm helm_lib_module_common_image). */ -}}
-{{- define "gpu.commonImage" -}}
-{{- $ctx := index . 0 -}}
-{{- $name := index . 1 -}}
-{{- $digest := dig "common" $name "" $ctx.Values.global.modulesImages.digests -}}
-{{- if not $digest }}{{ fail (printf "image common.%s has no digest in global.modulesImages.digests" $name) }}{{ end -}}
-{{- printf "%s@%s" $ctx.Values.global.modulesImages.registry.base $digest -}}
-{{- end -}}
-
-{{- /* Labels every object of the module carries (lib-helm helm_lib_module_labels).
-Usage: {{ include "gpu.labels" (list . (dict "app" "gpu-controller")) }} */ -}}
-{{- define "gpu.labels" -}}
-{{- $extra := dict -}}
-{{- if gt (len .) 1 }}{{ $extra = index . 1 }}{{ end -}}
-labels:
-  heritage: deckhouse
-  module: gpu
-{{- range $key, $value := $extra }}
-  {{ $key }}: {{ $value | quote }}
-{{- end }}
-{{- end -}}
-
-{{- define "gpu.namespace" -}}d8-gpu{{- end -}}
-
-{{- /* "true" when gpu-controller runs several replicas: the module setting, else the global one,
-else whether the control plane itself is highly available (lib-helm helm_lib_ha_enabled). */ -}}
-{{- define "gpu.haEnabled" -}}
-{{- if hasKey .Values.gpu "highAvailability" -}}
-{{- .Values.gpu.highAvailability -}}
-{{- else if hasKey .Values.global "highAvailability" -}}
-{{- .Values.global.highAvailability -}}
-{{- else -}}
-{{- dig "discovery" "clusterControlPlaneIsHighlyAvailable" false .Values.global -}}
-{{- end -}}
-{{- end -}}
-
-{{- /* Pod fields shared by every workload: pull secret and priority class (lib-helm helm_lib_priority_class). */ -}}
-{{- define "gpu.podCommon" -}}
-{{- $priority := index . 1 -}}
-imagePullSecrets:
-- name: gpu-module-registry
-priorityClassName: {{ $priority }}
-{{- end -}}
-
-{{- /* Tolerations of node components: the admin's list, plus the taints Deckhouse puts on nodes that are
-still joining (lib-helm helm_lib_tolerations "any-node" without the wildcard). */ -}}
+{{- /* Tolerations of node components: lib-helm's "any-node" strategy (control plane, every
+dedicated.deckhouse.io taint, cluster-autoscaler taints, the cluster's customTolerationKeys) with nodes
+still joining or under pressure ("with-uninitialized"), plus the module's `tolerations` setting for GPU
+taints such as nvidia.com/gpu (lib-helm reads the module's list only for its system-like strategies). */ -}}
 {{- define "gpu.nodeTolerations" -}}
-tolerations:
-- key: node.deckhouse.io/uninitialized
-  operator: Exists
-  effect: NoSchedule
-- key: node.kubernetes.io/not-ready
-  operator: Exists
-- key: node.kubernetes.io/unreachable
-  operator: Exists
+{{- include "helm_lib_tolerations" (tuple . "any-node" "with-uninitialized") | trim }}
 {{- with .Values.gpu.tolerations }}
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
 
-{{- /* Tolerations and placement of control-plane Deployments (lib-helm helm_lib_node_selector "master"). */ -}}
+{{- /* Placement of the cluster-wide controllers: lib-helm's "master" node selector (control-plane nodes,
+else nodes of role control-plane or system, else any node) and its "any-node" tolerations. */ -}}
 {{- define "gpu.controlPlanePlacement" -}}
-nodeSelector:
-  node-role.kubernetes.io/control-plane: ""
-tolerations:
-- key: node-role.kubernetes.io/control-plane
-  operator: Exists
-- key: node-role.kubernetes.io/master
-  operator: Exists
+{{- with include "helm_lib_node_selector" (tuple . "master") | trim }}{{ . }}
+{{ end -}}
+{{ include "helm_lib_tolerations" (tuple . "any-node") | trim }}
 {{- end -}}
 
 {{- /* Node affinity of a node component placed by the bootstrap node lists. With an empty list it
-renders a selector no node matches, so the DaemonSet exists but runs nowhere.
-Usage: {{ include "gpu.bootstrapAffinity" (list . "gpuHandler") }} */ -}}
+renders a selector no node matches, so the DaemonSet exists but runs nowhere. With a third argument
+true the node must also have CDI on in its container runtime (label gpu.deckhouse.io/cdi=true, set by
+the NodeGroupConfiguration gpu-detect-cdi.sh): gpu-handler hands GPUs to containers only through CDI.
+Usage: {{ include "gpu.bootstrapAffinity" (list . "gpuHandler" true) }} */ -}}
 {{- define "gpu.bootstrapAffinity" -}}
 {{- $ctx := index . 0 -}}
 {{- $nodes := dig (index . 1) "nodes" list $ctx.Values.gpu.internal.bootstrap -}}
+{{- $needsCDI := and (gt (len .) 2) (index . 2) -}}
 affinity:
   nodeAffinity:
     requiredDuringSchedulingIgnoredDuringExecution:
@@ -107,12 +47,27 @@ affinity:
         - key: gpu.deckhouse.io/no-nodes
           operator: Exists
         {{- end }}
+        {{- if $needsCDI }}
+        - key: gpu.deckhouse.io/cdi
+          operator: In
+          values: ["true"]
+        {{- end }}
         {{- include "gpu.gpuNodeExpressions" $ctx | nindent 8 }}
+        {{- if has (index . 1) (list "dcgm" "dcgmExporter") }}
+        {{- /* gpu-handler labels its Node while a MIG mode change waits for DCGM to let the cards go
+        (as NVIDIA's MIG manager pauses GPU clients); the DaemonSet controller then removes the Pod. */}}
+        - key: gpu.deckhouse.io/dcgm-paused
+          operator: DoesNotExist
+        {{- end }}
 {{- end -}}
 
-{{- /* Node selector expressions of every node component: not the control plane, and the admin's labels. */ -}}
+{{- /* Node selector expressions of every node component: not the control plane, not a node whose
+NodeGroup has spec.gpu (node-manager's NVIDIA stack manages those cards: node.deckhouse.io/gpu), and
+the admin's labels. */ -}}
 {{- define "gpu.gpuNodeExpressions" -}}
 - key: node-role.kubernetes.io/control-plane
+  operator: DoesNotExist
+- key: node.deckhouse.io/gpu
   operator: DoesNotExist
 {{- range $key, $value := .Values.gpu.nodeSelector }}
 - key: {{ $key }}
@@ -126,32 +81,44 @@ affinity:
 {{- dig (index . 1) "hash" "" (index . 0).Values.gpu.internal.bootstrap -}}
 {{- end -}}
 
-{{- /* "true" when the API server serves resource.k8s.io/v1 (Kubernetes >= 1.34, found by the
-feature-discovery hook); empty before the hook has run. */ -}}
+{{- /* "true" when the API server serves resource.k8s.io/v1 (Kubernetes >= 1.34, from Deckhouse's
+global.discovery.kubernetesVersion). */ -}}
 {{- define "gpu.draServed" -}}
-{{- $version := .Values.gpu.internal.kubernetes.serverVersion -}}
+{{- $version := dig "discovery" "kubernetesVersion" "" .Values.global -}}
 {{- if and $version (semverCompare ">=1.34.0-0" $version) }}true{{ end -}}
 {{- end -}}
 
-{{- /* "true" when the API server has feature gate (index . 1) enabled. */ -}}
+{{- /* "true" when the API server has feature gate (index . 1) enabled (hook feature-gates). */ -}}
 {{- define "gpu.featureGate" -}}
 {{- if has (index . 1) (index . 0).Values.gpu.internal.kubernetes.featureGates }}true{{ end -}}
 {{- end -}}
 
-{{- /* A VPA for one workload (every controller needs one; updateMode is never Auto). */ -}}
+{{- /* The module's registry pull secret, on every Pod of the module. */ -}}
+{{- define "gpu.imagePullSecrets" -}}
+imagePullSecrets:
+- name: gpu-module-registry
+{{- end -}}
+
+{{- /* A VPA for one workload (dmt: every controller needs one with bounds per container; updateMode is
+never Auto). lib-helm's helm_lib_resources_management_vpa_spec serves a single container with a
+user-set resourcesManagement; this serves the module's fixed bounds for several containers.
+Usage: {{ include "gpu.vpa" (list . "DaemonSet" "gpu-handler" (list (dict "name" "gpu-handler"
+         "min" (dict "cpu" "10m" "memory" "50Mi") "max" (dict "cpu" "200m" "memory" "256Mi"))) true) }}
+The last argument adds lib-helm's policy of the kube-rbac-proxy sidecar. */ -}}
 {{- define "gpu.vpa" -}}
 {{- $ctx := index . 0 -}}
 {{- $kind := index . 1 -}}
 {{- $name := index . 2 -}}
 {{- $containers := index . 3 -}}
+{{- $proxy := and (gt (len .) 4) (index . 4) -}}
 {{- if has "vertical-pod-autoscaler-crd" $ctx.Values.global.enabledModules }}
 ---
 apiVersion: autoscaling.k8s.io/v1
 kind: VerticalPodAutoscaler
 metadata:
   name: {{ $name }}
-  namespace: d8-gpu
-  {{- include "gpu.labels" (list $ctx (dict "app" $name "workload-resource-policy.deckhouse.io" (ternary "every-node" "master" (eq $kind "DaemonSet")))) | nindent 2 }}
+  namespace: d8-{{ $ctx.Chart.Name }}
+  {{- include "helm_lib_module_labels" (list $ctx (dict "app" $name "workload-resource-policy.deckhouse.io" (ternary "every-node" "master" (eq $kind "DaemonSet")))) | nindent 2 }}
 spec:
   targetRef:
     apiVersion: apps/v1
@@ -166,5 +133,22 @@ spec:
       minAllowed: {cpu: {{ .min.cpu }}, memory: {{ .min.memory }}}
       maxAllowed: {cpu: {{ .max.cpu }}, memory: {{ .max.memory }}}
     {{- end }}
+    {{- if $proxy }}
+    {{- include "helm_lib_vpa_kube_rbac_proxy_resources" $ctx | nindent 4 }}
+    {{- end }}
 {{- end }}
+{{- end -}}
+
+{{- /* Container resources: lib-helm's ephemeral storage for logs, and cpu/memory requests only when no
+VPA sets them. Usage: {{ include "gpu.resources" (list . (dict "cpu" "10m" "memory" "50Mi")) }} */ -}}
+{{- define "gpu.resources" -}}
+{{- $ctx := index . 0 -}}
+{{- $requests := index . 1 -}}
+resources:
+  requests:
+    {{- include "helm_lib_module_ephemeral_storage_only_logs" $ctx | nindent 4 }}
+    {{- if not (has "vertical-pod-autoscaler-crd" $ctx.Values.global.enabledModules) }}
+    cpu: {{ $requests.cpu }}
+    memory: {{ $requests.memory }}
+    {{- end }}
 {{- end -}}

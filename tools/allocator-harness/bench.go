@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // Benchmark mode: the Rust benchmark (crates/dra-allocator/benches/allocator_vs_scheduler)

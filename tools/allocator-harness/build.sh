@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Builds the differential allocator harness against k8s.io/dynamic-resource-allocation at one
 # release of the test bed: build.sh <0.34.4|0.37.2>. Prints the binary's path. A binary already
 # built from the same sources is reused.

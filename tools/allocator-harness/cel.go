@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // CEL mode: the API server's check of one DeviceClass or claim selector, so the Rust

@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 // Command allocator-harness runs the kube-scheduler's structured allocator
 // (k8s.io/dynamic-resource-allocation/structured) on JSON cases, so the Rust
 // allocation engine of the gpu module can be compared with the real thing.

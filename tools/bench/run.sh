@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # `make bench`: benchmarks against the real control plane (release builds), each printing its
 # numbers next to a baseline measured in the same run.
 set -euo pipefail

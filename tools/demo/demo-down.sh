@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # make demo-down: stops the demo: the real node, or (DEMO=simulated) its process group: the simulated nodes and every component) and its
 # control plane.
 set -uo pipefail

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # make demo: by default the module on the test bed's real node (tools/testbed/node-up.sh: a control
 # plane, containerd, runc and the kubelet of K8S=1.34 or latest in namespaces of their own, the module
 # installed from its chart as Deckhouse installs it), docs/examples applied, and what every container

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Installs what `make test` and `make demo` need beyond Rust and Go, from Debian's packages.
 # Idempotent: installs only what is missing.
 set -euo pipefail

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Builds the real helm from its Go module (only the Go module proxy is reachable, so no release
 # tarball) and caches it; prints the binary's path. Usage: tools/install/helm.sh
 set -euo pipefail

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Checks of the module package that need no cluster: promtool on the Prometheus rules, dashboards
-# parse and query only metrics that exist, and the generated docs pages are current.
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+# Checks of the module package that need no cluster: the real dmt (Deckhouse Module Tool) lints the
+# module, then what dmt does not check: dashboards and rules query only metrics that exist, oss.yaml
+# names the versions the build uses, the Rust toolchain check, and werf.yaml's image graph.
+# (dmt runs promtool's rule checks on the rendered PrometheusRules, validates dashboards, CRDs, the
+# openapi schemas, docs, RBAC placement, container security, mount points, licences and oss.yaml.)
 # Prints "N passed, N failed".
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -11,15 +16,26 @@ check() { # name command...
   else failed=$((failed + 1)); echo "FAIL $name"; echo "$out" | sed 's/^/     /'; fi
 }
 
-# promtool wants a `groups:` document; the module's files are bare lists of groups (lib-helm's format).
-promtool_rules() {
-  local file=$1 tmp; tmp=$(mktemp --suffix=.yaml)
-  { echo "groups:"; sed 's/^/  /' "$file"; } > "$tmp"
-  promtool check rules "$tmp"; local rc=$?; rm -f "$tmp"; return $rc
+# --- dmt: `dmt lint .` as Deckhouse's CI runs it, and again with values that render every part
+# (Kubernetes 1.34 so the DRA parts render, the monitoring and VPA modules on, GPU nodes placed).
+# Fails on any error; warnings are printed (each one kept has its reason in .dmtlint.yaml or module.yaml). ---
+# dmt lints every file under the directory it is given; Deckhouse's CI gives it a clean checkout, so it
+# lints a copy of the files git tracks or would track here (no build output, no .testbed/).
+dmt_tree=""
+dmt_lint() { # [dmt flags...]
+  local bin out; bin="$("$repo/tools/install/dmt.sh")" || return 1
+  if [ -z "$dmt_tree" ]; then
+    dmt_tree=$(mktemp -d); trap 'rm -rf "$dmt_tree"' EXIT
+    (cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$dmt_tree" 2>/dev/null) \
+      || cp -r "$repo/." "$dmt_tree"
+  fi
+  out=$(cd "$dmt_tree" && "$bin" lint "$@" . 2>&1); local rc=$?
+  sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | grep -v '^[0-9T:-]*Z ' | grep -E '^🐒|Message:|Object:|FilePath:|Errors:|Warnings:|Critical:'
+  return $rc
 }
-for file in "$repo"/monitoring/prometheus-rules/*.yaml; do
-  check "promtool check rules $(basename "$file")" promtool_rules "$file"
-done
+check "dmt lint (Deckhouse CI's invocation)" dmt_lint
+check "dmt lint with every part rendered (tools/test/dmt-values.yaml)" dmt_lint -f "$repo/tools/test/dmt-values.yaml"
+# --- end dmt ---
 
 # Every metric name a rule or dashboard queries must be one a real exporter serves. kube_* and DCGM_*
 # are checked here against what kube-state-metrics serves (the DaemonSet, Deployment and Pod series) and
@@ -61,7 +77,51 @@ metrics_exist() {
   [ "$(queried_metrics | wc -l)" -gt 0 ] && [ $missing = 0 ]
 }
 check "dashboards and rules parse and query only served metrics" metrics_exist
-check "docs generated from openapi and the CRDs are current" python3 "$repo/tools/docs/generate.py" --check
+
+# The alerts fire and resolve as their rules promise: promtool's rule unit tests (tools/test/alert-tests)
+# on the rule files wrapped in `groups:`, the shape Deckhouse renders them into.
+alert_tests() {
+  local tmp rc=0; tmp=$(mktemp -d)
+  for rules in "$repo"/monitoring/prometheus-rules/*.yaml; do
+    { echo "groups:"; sed 's/^/  /' "$rules"; } > "$tmp/$(basename "$rules")"
+  done
+  for test in "$repo"/tools/test/alert-tests/*.yaml; do
+    cp "$test" "$tmp/test-$(basename "$test")"
+    promtool test rules "$tmp/test-$(basename "$test")" || rc=1
+  done
+  rm -rf "$tmp"; return $rc
+}
+check "alerts fire and resolve as tools/test/alert-tests expects (promtool test rules)" alert_tests
+
+# oss.yaml's versions are the ones the build uses: the NVIDIA images' (build/components/upstream-images.yml)
+# and the Rust crates' (images/gpu-artifact/Cargo.lock).
+oss_versions_match() {
+  python3 - "$repo" <<'PY'
+import pathlib, re, sys, yaml
+repo = pathlib.Path(sys.argv[1])
+oss = {p["id"]: p["version"] for p in yaml.safe_load((repo / "oss.yaml").read_text())}
+used = {u["oss"]: u["version"] for u in yaml.safe_load((repo / "build/components/upstream-images.yml").read_text()).values()}
+lock = (repo / "images/gpu-artifact/Cargo.lock").read_text()
+for crate, oss_id in {"kube": "kube-rs", "nvml-wrapper": "nvml-wrapper", "rcgen": "rcgen"}.items():
+    used[oss_id] = re.search(r'name = "%s"\nversion = "([^"]+)"' % re.escape(crate), lock).group(1)
+wrong = [f"{i}: oss.yaml says {oss.get(i)!r}, the build uses {v!r}" for i, v in sorted(used.items()) if oss.get(i) != v]
+print("\n".join(wrong) or f"{len(used)} projects in step")
+sys.exit(1 if wrong else 0)
+PY
+}
+check "oss.yaml versions are the ones the build uses" oss_versions_match
+
+# The build's Rust toolchain check passes this machine's rustc and stops an older one at once.
+rust_version_check() {
+  local stub; stub=$(mktemp)
+  printf '#!/bin/sh\necho "rustc 1.70.0 (90c541806 2023-05-31)"\n' > "$stub"; chmod +x "$stub"
+  "$repo/tools/build/check-rust-version.sh" "$repo/images/gpu-artifact/Cargo.toml" || { rm -f "$stub"; return 1; }
+  if RUSTC="$stub" "$repo/tools/build/check-rust-version.sh" "$repo/images/gpu-artifact/Cargo.toml"; then
+    rm -f "$stub"; echo "an older rustc passed the check"; return 1
+  fi
+  rm -f "$stub"
+}
+check "the Rust toolchain check accepts this rustc and refuses rustc 1.70" rust_version_check
 
 # --- werf.yaml (tools/werf-render): werf needs a registry, so render werf.yaml as werf does and check
 # its image graph here; the giterminism check is what plain `werf build` refuses (env names, mount

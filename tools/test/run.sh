@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # `make test`: lint, unit tests, then the e2e suite against the real control plane of each
 # Kubernetes version. Ends with one line "N passed, N failed" summing every cargo test binary.
 set -uo pipefail
@@ -31,6 +33,8 @@ cargo_test() { # label args...
 }
 
 "$repo/tools/install/deps.sh" || exit 1
+# An older Rust than the workspace's rust-version stops the run before anything is built.
+"$repo/tools/build/check-rust-version.sh" "$ws/Cargo.toml" || { echo "0 passed, 1 failed"; exit 1; }
 
 phase "format and lint"
 ( cd "$ws" && cargo fmt --all -- --check ) || failed_phases+=("cargo fmt")
@@ -40,7 +44,7 @@ phase "unit and integration tests (no cluster)"
 cargo_test unit --workspace --exclude e2e --exclude kubelet-sim --exclude real-node --locked --no-fail-fast
 
 # --- module package (issue 7): helm, rules, dashboards, docs; helm is exported for the e2e chart tests ---
-phase "module package: promtool, dashboards, generated docs"
+phase "module package: dmt, dashboards, oss.yaml, werf.yaml"
 if HELM_BIN="$("$repo/tools/install/helm.sh")"; then export HELM_BIN; else failed_phases+=("helm install"); fi
 "$repo/tools/test/module-checks.sh" 2>&1 | tee "$logs/module-checks.log"
 [ "${PIPESTATUS[0]}" = 0 ] || failed_phases+=("module checks")

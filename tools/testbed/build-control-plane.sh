@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Builds etcd, kube-apiserver, kube-scheduler and kube-controller-manager from their Go modules
 # and caches them under $GPU_CACHE/k8s/<version>/bin. A second run with the binaries present does nothing.
 #

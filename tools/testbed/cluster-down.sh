@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Stops a test bed started by cluster-up.sh.   cluster-down.sh [1.34|latest|<testbed dir>]
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

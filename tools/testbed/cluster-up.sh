@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler on 127.0.0.1 with generated
 # certificates, RBAC, service-account token signing and the DRA gates on; prints the admin kubeconfig path.
 #
@@ -84,11 +86,15 @@ CFG
 # The DRA gates each release still has as gates (versions.sh); TESTBED_FEATURE_GATES overrides,
 # e.g. to prove what the module does with a gate off.
 gates="${TESTBED_FEATURE_GATES:-$TESTBED_GATES}"
+runtime_config=()
+if [ -n "$TESTBED_RUNTIME_CONFIG" ]; then runtime_config=(--runtime-config "$TESTBED_RUNTIME_CONFIG"); fi
 
 start() { # name args...
   local name=$1; shift
   setsid "$TESTBED_BIN/$name" "$@" > "$dir/logs/$name.log" 2>&1 < /dev/null 3>&- &
   echo "$! $name" >> "$dir/pids"
+  # The command line, one argument a line, for restart-component.sh (outage tests).
+  mkdir -p "$dir/cmd"; printf '%s\n' "$TESTBED_BIN/$name" "$@" > "$dir/cmd/$name"
 }
 wait_healthy() { # name url [curl args]
   local name=$1 url=$2; shift 2
@@ -126,7 +132,7 @@ start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" "${apiserver_a
   --requestheader-client-ca-file "$pki/ca.crt" --requestheader-allowed-names front-proxy-client \
   --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
   --requestheader-extra-headers-prefix X-Remote-Extra- \
-  --feature-gates "$gates" --profiling=false --enable-priority-and-fairness=false
+  --feature-gates "$gates" "${runtime_config[@]}" --profiling=false --enable-priority-and-fairness=false
 admin_curl=(--cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key")
 wait_healthy kube-apiserver "$server/readyz" "${admin_curl[@]}"
 

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 """Holds N loopback ports for servers the test bed is about to start; prints them on one line.
 
 Binding port 0 and closing the socket leaves a window in which another process can take the port

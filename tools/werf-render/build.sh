@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Builds werf-render and prints the binary's path; a binary built from the same sources is reused.
 # `build.sh --test` runs its Go tests instead (among them the self-test that breaks a copy of the
 # repository's werf.yaml on purpose). Modules come from the Go module cache; a cold machine fetches the

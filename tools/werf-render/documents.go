@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // The rendered werf.yaml as werf reads it: YAML documents split on "---" lines (werf's splitContent

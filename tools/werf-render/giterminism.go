@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // werf-giterminism.yaml: what werf allows a giterministic build (the default of `werf build`, which

@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // The image graph of the rendered werf.yaml: one meta document, unique image names, every image

@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // The images/<name>/ directories against the render: each werf.inc.yaml is rendered by werf.yaml and

@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 // werf-render renders the module's werf.yaml as werf would and checks the image graph it describes,
 // because werf itself needs a container registry and so never runs in `make test`. It only reads the
 // repository; it never builds, pulls or pushes anything.
@@ -54,6 +57,7 @@ func checkRepo(opts options) (summary string, problems []string, err error) {
 	}
 	problems = append(problems, incFileProblems(dirs, r.included)...)
 	problems = append(problems, mountPointProblems(opts.root, dirs, graph)...)
+	problems = append(problems, stageDependencyProblems(opts.root, graph)...)
 	mode := "loose giterminism"
 	if g != nil {
 		problems = append(problems, envProblems(r.deniedEnv)...)

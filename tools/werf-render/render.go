@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // Renders werf.yaml the way werf does (werf/werf pkg/config/parser.go): text/template with sprig's

@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -149,5 +152,26 @@ func TestDuplicateKeyIsAParseErrorWithTheDocumentIndex(t *testing.T) {
 	got := outcome(t, options{root: root, loose: true})
 	if !strings.Contains(got, "document 5 (render line 19) does not parse") || !strings.Contains(got, "already set") {
 		t.Fatalf("got %s", got)
+	}
+}
+
+func TestGlobMatchLikeWerf(t *testing.T) {
+	cases := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"**/*", "crates/a/src/lib.rs", true},
+		{"**/*.rs", "crates/a/src/lib.rs", true},
+		{"**/*.rs", "crates/a/src/declarations.tsv", false},
+		{"Cargo.toml", "Cargo.toml", true},
+		{"Cargo.toml", "crates/a/Cargo.toml", false},
+		{"**/Cargo.toml", "crates/a/Cargo.toml", true},
+		{"target", "target/release/x", true},
+		{"*.yaml", "a/b.yaml", false},
+	}
+	for _, c := range cases {
+		if got := globMatch(c.pattern, c.path); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", c.pattern, c.path, got, c.want)
+		}
 	}
 }

@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // The self-test on the repository's own build files: a copy of werf.yaml, build/ and images/*/
@@ -150,6 +153,12 @@ func TestEachBreakOfTheRepositoryCopyFails(t *testing.T) {
 			`the render reads a missing key ("<no value>")`},
 		{"an unknown template function", []func(*testing.T, string){appendTo(werf, `{{ frobnicate "x" }}`)},
 			`function "frobnicate" not defined`},
+		{"a source file outside the stage dependencies",
+			[]func(*testing.T, string){
+				newFile("images/gpu-artifact/crates/dra-cel/src/check/declarations.tsv", "name\ttype\n"),
+				replaceIn("images/gpu-artifact/werf.inc.yaml", `setup: ["**/*"]`, `setup: ["**/*.rs"]`),
+			},
+			"crates/dra-cel/src/check/declarations.tsv matches no stageDependencies pattern"},
 		{"a document that is not YAML", []func(*testing.T, string){appendTo(werf, "---\nimage: broken\n  from: [\n")},
 			") does not parse: yaml: line 2: mapping values are not allowed"},
 	}

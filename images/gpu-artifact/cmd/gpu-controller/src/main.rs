@@ -1,17 +1,20 @@
 //! gpu-controller: reads the config, wires logging, probes, metrics, shutdown and leader election,
-//! runs the DriverReady controller (while leading) and the inventory metrics (on every replica).
+//! runs the DriverReady controller and the GPUClass controller (while leading, under one Lease)
+//! and the inventory and class metrics (on every replica).
 //!
 //! Environment: `VALIDATOR_NAMESPACE` (default `d8-gpu`), `VALIDATOR_SELECTOR` (default
-//! `app=gpu-driver-validator`), `POD_NAMESPACE` and `POD_NAME` (the Lease and this replica's
-//! identity), `LEADER_ELECTION` (default `true`), `HEALTH_ADDR` (probes and `/metrics`, default
-//! `0.0.0.0:8080`; the chart binds loopback behind kube-rbac-proxy).
+//! `app=gpu-driver-validator`), `GPUCLASS_SELECTOR` (a label selector limiting the GPUClasses
+//! reconciled, default every one; for tests that share a cluster), `POD_NAMESPACE` and `POD_NAME`
+//! (the Lease and this replica's identity), `LEADER_ELECTION` (default `true`), `HEALTH_ADDR`
+//! (probes and `/metrics`, default `0.0.0.0:8080`; the chart binds loopback behind kube-rbac-proxy).
 
 use std::sync::Arc;
 
 use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_termination};
 use controller_plumbing::LeaderElection;
-use driver_readiness::controller::{ValidatorSelector, run};
+use driver_readiness::controller::ValidatorSelector;
 use driver_readiness::inventory_metrics;
+use gpu_class_controller::{GpuClassControllerConfig, class_metrics};
 use prometheus_client::registry::Registry;
 
 fn env(key: &str, default: &str) -> String {
@@ -29,11 +32,16 @@ async fn main() -> anyhow::Result<()> {
         labels: env("VALIDATOR_SELECTOR", "app=gpu-driver-validator"),
     };
     let identity = env("POD_NAME", &std::process::id().to_string());
-    tracing::info!(?selector, %identity, "starting gpu-controller");
+    let classes = GpuClassControllerConfig {
+        class_selector: env("GPUCLASS_SELECTOR", ""),
+        instance: Some(identity.clone()),
+    };
+    tracing::info!(?selector, ?classes, %identity, "starting gpu-controller");
     let shutdown = Shutdown::new();
     let readiness = Readiness::default();
     let mut registry = Registry::default();
     let inventory = inventory_metrics::register(&mut registry);
+    let class_cache = class_metrics::register(&mut registry);
     HealthServer::start_with_metrics(
         env("HEALTH_ADDR", "0.0.0.0:8080").parse()?,
         readiness,
@@ -48,7 +56,15 @@ async fn main() -> anyhow::Result<()> {
         inventory,
         shutdown.clone(),
     ));
+    tokio::spawn(class_metrics::keep_classes(
+        client.clone(),
+        class_cache,
+        shutdown.clone(),
+    ));
     let election = LeaderElection::from_env(client.clone(), "gpu-controller", &identity).await?;
-    run(client, selector, election, shutdown).await;
+    tokio::join!(
+        driver_readiness::controller::run(client.clone(), selector, election.clone(), shutdown.clone()),
+        gpu_class_controller::run(client, classes, election, shutdown),
+    );
     Ok(())
 }

@@ -2,11 +2,13 @@
 //! the node's three loops: the PhysicalGPU status loop, the ResourceSlice publisher and the kubelet
 //! DRA plugin (registration and prepare/unprepare).
 //!
-//! Environment: `NODE_NAME` (required), `NVML_LIBRARY` (default `libnvidia-ml.so.1`),
-//! `ADDITIONAL_XIDS_TO_IGNORE` (comma-separated), `NVML_RESYNC_INTERVAL` (default `60s`, `0` off),
+//! Environment: `NODE_NAME` (required), `NVML_LIBRARY` (default `libnvidia-ml.so.1`), the health
+//! policy (`XID_APPLICATION`, `XID_IGNORED`, `XID_CRITICAL`, `XID_RECOVERABLE`,
+//! `HEALTH_QUIET_PERIOD`, `HEALTH_NO_EXECUTE`), `NVML_RESYNC_INTERVAL` (default `60s`, `0` off),
 //! `HEALTH_ADDR` (probes and `/metrics`, default `0.0.0.0:8080`; the chart binds loopback and serves it
 //! through kube-rbac-proxy), `LOG_LEVEL`, and those of [`node_plugin_config`].
 
+mod health_feed;
 mod node_plugin_config;
 mod registration_status;
 
@@ -17,9 +19,11 @@ use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_t
 use gpu_vendor::VendorBackend;
 use hardware_status::config::HandlerConfig;
 use hardware_status::handler::{self, HandlerLinks};
+use hardware_status::health_metrics::HealthMetrics;
+use hardware_status::health_tracker::HealthFiles;
 use hardware_status::vendor_link::BackendLoader;
 use kubelet_plugin::{DRIVER_NAME, PluginServer};
-use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig, XidPolicy};
+use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig};
 use prometheus_client::registry::Registry;
 use slice_publication::{PublicationMetrics, PublisherConfig};
 use tokio::sync::watch;
@@ -41,13 +45,18 @@ fn main() -> anyhow::Result<()> {
 
 async fn run() -> anyhow::Result<()> {
     init_logging()?;
-    let config = HandlerConfig::from_env()?;
+    let mut config = HandlerConfig::from_env()?;
     let plugin = NodePluginConfig::from_lookup(|key| std::env::var(key).ok())?;
     let hook = plugin.install_cdi_hook()?;
-    tracing::info!(node = %config.node_name, nvml = %config.nvml_library.display(), resync = ?config.nvml_resync, ?plugin, "starting gpu-handler");
+    let prepare = plugin.prepare(&config.node_name, hook, std::env::current_exe().ok());
+    // The health ledger lives beside the checkpoint, so it survives a restart of the handler.
+    config.health_files = Some(HealthFiles {
+        state: prepare.plugin_dir.join("health.json"),
+        boot_id: prepare.boot_id_path(),
+    });
+    tracing::info!(node = %config.node_name, nvml = %config.nvml_library.display(), resync = ?config.nvml_resync, health = ?config.health_policy, ?plugin, "starting gpu-handler");
     let backend_config = NvidiaBackendConfig {
         library_path: Some(config.nvml_library.clone()),
-        xid_policy: XidPolicy::default().ignoring(config.additional_xids_to_ignore.iter().copied()),
     };
     let loader: BackendLoader = Arc::new(move || {
         NvidiaBackend::load(backend_config.clone()).map(|backend| Arc::new(backend) as Arc<dyn VendorBackend>)
@@ -60,6 +69,7 @@ async fn run() -> anyhow::Result<()> {
     let metrics = PublicationMetrics::register(&mut registry);
     let claim_metrics = ClaimMetrics::register(&mut registry);
     let registration_metric = RegistrationMetric::register(&mut registry);
+    let health_metrics = HealthMetrics::register(&mut registry);
     HealthServer::start_with_metrics(
         config.health_addr,
         readiness.clone(),
@@ -70,16 +80,29 @@ async fn run() -> anyhow::Result<()> {
     let client = kube::Client::try_default().await?;
     tokio::spawn(wait_for_termination(shutdown.clone()));
 
-    let links = HandlerLinks::new();
+    let links = HandlerLinks {
+        health_metrics,
+        ..HandlerLinks::new()
+    };
     let (catalog_sender, catalog) = watch::channel(Default::default());
+    let (all_devices_sender, all_devices) = watch::channel(Default::default());
+    let (health_sender, health_feed) = watch::channel(Vec::new());
+    tokio::spawn(health_feed::follow(
+        dra_offers::pool_name(&config.node_name),
+        all_devices,
+        links.card_health.subscribe(),
+        health_sender,
+    ));
+    let (holdings_sender, holdings) = watch::channel(Default::default());
     let claims = Arc::new(NodeClaims::new(
         client.clone(),
         DRIVER_NAME,
-        plugin.prepare(&config.node_name, hook, std::env::current_exe().ok()),
+        prepare,
         NodeClaimsLinks {
             catalog,
             backend: links.backend.subscribe(),
             after_change: links.trigger.clone(),
+            holdings: holdings_sender,
         },
         claim_metrics,
     ));
@@ -87,7 +110,11 @@ async fn run() -> anyhow::Result<()> {
         let claims = claims.clone();
         async move { claims.reconcile_when_ready().await }
     });
-    let server = PluginServer::start(plugin.plugin(), claims, shutdown.clone()).await?;
+    tokio::spawn({
+        let claims = claims.clone();
+        async move { claims.supervise_mps(plugin.mps_supervise_interval).await }
+    });
+    let server = PluginServer::start_with_health(plugin.plugin(), claims, Some(health_feed), shutdown.clone()).await?;
     tokio::spawn(follow_registration(
         server.registered(),
         readiness.clone(),
@@ -99,11 +126,15 @@ async fn run() -> anyhow::Result<()> {
         field_manager: hardware_status::FIELD_MANAGER.to_owned(),
         mig_offers: plugin.mig_offers,
     };
-    let publishing = tokio::spawn(slice_publication::run(
+    let publishing = tokio::spawn(slice_publication::run_with_holdings(
         client.clone(),
         publisher,
         links.offers.subscribe(),
-        catalog_sender,
+        holdings,
+        slice_publication::PublishedSenders {
+            catalog: catalog_sender,
+            all_devices: all_devices_sender,
+        },
         metrics,
         shutdown.clone(),
     ));

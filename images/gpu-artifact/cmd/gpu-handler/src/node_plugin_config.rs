@@ -18,7 +18,12 @@
 //!   DRA socket, where the runtime on the host can run it;
 //! - `MPS_SHM_TMPFS` (`true` or `false`, default `false`): each MPS daemon gets a tmpfs of its own as
 //!   `/dev/shm` (this binary, as `mps-namespace`, starts it in a mount namespace), shared with its
-//!   clients through their CDI specs.
+//!   clients through their CDI specs;
+//! - `MPS_SUPERVISE_INTERVAL` (default `5s`): how often the MPS daemons of cards with prepared MPS
+//!   shares are checked and started again if they died.
+//!
+//! The pipeline's time limits (tool runs, sysfs writes, vendor calls) are checked at start to end
+//! inside the node lock's wait.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -39,6 +44,7 @@ pub struct NodePluginConfig {
     pub driver_root: Option<(PathBuf, PathBuf)>,
     pub cdi_hook_source: PathBuf,
     pub mps_shm_tmpfs: bool,
+    pub mps_supervise_interval: Duration,
 }
 
 impl NodePluginConfig {
@@ -57,7 +63,17 @@ impl NodePluginConfig {
             (None, None) => None,
             _ => bail!("DRIVER_ROOT_CTR_PATH and DRIVER_ROOT go together: set both or neither"),
         };
-        Ok(Self {
+        let mps_supervise_interval = match get("MPS_SUPERVISE_INTERVAL").as_deref().map(str::trim) {
+            None | Some("") => Duration::from_secs(5),
+            Some(text) => parse_seconds(text)
+                .filter(|interval| !interval.is_zero())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "MPS_SUPERVISE_INTERVAL must be a positive number of seconds such as 5s, not {text:?}"
+                    )
+                })?,
+        };
+        let config = Self {
             host_root: path("HOST_ROOT", "/"),
             kubelet_root: path("KUBELET_ROOT", DEFAULT_KUBELET_ROOT),
             cdi_dir: path("CDI_DIR", "/var/run/cdi"),
@@ -67,7 +83,12 @@ impl NodePluginConfig {
             driver_root,
             cdi_hook_source: path("CDI_HOOK_SOURCE", "/app/gpu-cdi-hook"),
             mps_shm_tmpfs: switch("MPS_SHM_TMPFS", false)?,
-        })
+            mps_supervise_interval,
+        };
+        if let Err(reason) = config.prepare("-", None, None).check_bounds() {
+            bail!("the node pipeline's time limits: {reason}");
+        }
+        Ok(config)
     }
 
     /// Where the hook is copied: next to the DRA socket, a path the host shares with this container.
@@ -119,6 +140,15 @@ impl NodePluginConfig {
             ..NodePrepareConfig::new(node_name, &self.host_root)
         }
     }
+}
+
+/// `5s` or `5` (seconds).
+fn parse_seconds(text: &str) -> Option<Duration> {
+    text.strip_suffix('s')
+        .unwrap_or(text)
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
 }
 
 #[cfg(test)]

@@ -1,13 +1,21 @@
 //! gpu-module-hooks: the module's hooks for Deckhouse's addon-operator, one static binary speaking the
-//! batch-hook CLI (`hook list`, `hook config`, `hook run <index>`). It holds no business logic: CRDs,
-//! TLS material, where the node components run, and what the API server can do.
+//! batch-hook CLI (`hook list`, `hook config`, `hook run <index>`, `hook ready`). It holds no business
+//! logic: TLS material, where the node components run, which feature gates are on, the Module's
+//! readiness, and the cleanup when the module is disabled. CRDs are addon-operator's (it installs
+//! `crds/`).
 //!
 //! Built static so addon-operator may run it chrooted: in werf with
 //! `RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --target x86_64-unknown-linux-gnu`.
 
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 mod certificates;
+mod gates;
 mod hooks;
+mod object_patch;
 mod protocol;
+mod readiness;
 
 use std::process::ExitCode;
 
@@ -29,19 +37,33 @@ fn main() -> ExitCode {
             println!("{}", hooks::batch_config());
             ExitCode::SUCCESS
         }
-        ["hook", "run", index] => match run(index) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                // addon-operator shows stderr as the hook's error and retries the task.
-                eprintln!("{}", serde_json::json!({"message": format!("execute: {error:#}")}));
-                ExitCode::FAILURE
-            }
-        },
+        ["hook", "run", index] => finish(run(index)),
+        ["hook", "ready"] => finish(ready()),
         _ => {
-            eprintln!("usage: gpu-module-hooks hook list | hook config | hook run <index>");
+            eprintln!("usage: gpu-module-hooks hook list | hook config | hook run <index> | hook ready");
             ExitCode::from(2)
         }
     }
+}
+
+fn finish(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // addon-operator shows stderr as the hook's error and retries the task.
+            eprintln!("{}", serde_json::json!({"message": format!("execute: {error:#}")}));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `hook ready`: the readiness hook for the Module `MODULE_NAME` (addon-operator passes it).
+fn ready() -> anyhow::Result<()> {
+    let module = std::env::var("MODULE_NAME").ok().filter(|m| !m.is_empty());
+    let module = module.unwrap_or_else(|| protocol::MODULE_KEY.to_owned());
+    let input = HookInput::from_env()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(readiness::run(input, &module))?.write_to_env_files()
 }
 
 fn run(index: &str) -> anyhow::Result<()> {

@@ -1,6 +1,7 @@
 //! The batch-hook protocol of addon-operator (module-sdk's CLI): what `hook config` prints, what a
 //! `hook run` reads (binding contexts, values) and the files it writes (a JSON Patch of values, a stream
-//! of Kubernetes object operations). Plain data and file I/O; no Kubernetes client here.
+//! of Kubernetes object operations, a stream of metric operations). Plain data and file I/O; no
+//! Kubernetes client here.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,6 +24,8 @@ pub struct HookConfig {
     pub on_startup: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before_helm: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_delete_helm: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<Value>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -99,12 +102,13 @@ impl HookInput {
     }
 }
 
-/// What a hook hands back: values operations (only `add`, under the module's key) and Kubernetes
-/// object operations.
+/// What a hook hands back: values operations (only `add`, under the module's key), Kubernetes
+/// object operations (`object_patch`) and metric operations.
 #[derive(Debug, Default, PartialEq)]
 pub struct HookOutput {
     pub values_patch: Vec<Value>,
     pub kubernetes_patch: Vec<Value>,
+    pub metrics: Vec<Value>,
 }
 
 impl HookOutput {
@@ -115,22 +119,38 @@ impl HookOutput {
             .push(json!({"op": "add", "path": format!("/{MODULE_KEY}/{path}"), "value": value}));
     }
 
-    /// Writes both files named by `VALUES_JSON_PATCH_PATH` and `KUBERNETES_PATCH_PATH`.
+    /// The gauge `name{labels} value` in metric group `group`: addon-operator expires the group's
+    /// previous series first, so a series not set again disappears.
+    pub fn set_gauge(&mut self, group: &str, name: &str, labels: Value, value: f64) {
+        self.metrics
+            .push(json!({"group": group, "name": name, "action": "set", "value": value, "labels": labels}));
+    }
+
+    /// Drops every series of metric group `group` (a run that has nothing to report).
+    pub fn expire_group(&mut self, group: &str) {
+        self.metrics.push(json!({"group": group, "action": "expire"}));
+    }
+
+    /// Writes the files named by `VALUES_JSON_PATCH_PATH`, `KUBERNETES_PATCH_PATH` and `METRICS_PATH`.
     pub fn write_to_env_files(&self) -> anyhow::Result<()> {
         if let Some(path) = env_path("VALUES_JSON_PATCH_PATH") {
             std::fs::write(&path, serde_json::to_vec(&self.values_patch)?)
                 .with_context(|| format!("writing {}", path.display()))?;
         }
-        if let Some(path) = env_path("KUBERNETES_PATCH_PATH") {
-            let mut stream = String::new();
-            for operation in &self.kubernetes_patch {
-                stream.push_str(&serde_json::to_string(operation)?);
-                stream.push('\n');
-            }
-            std::fs::write(&path, stream).with_context(|| format!("writing {}", path.display()))?;
-        }
-        Ok(())
+        write_stream("KUBERNETES_PATCH_PATH", &self.kubernetes_patch)?;
+        write_stream("METRICS_PATH", &self.metrics)
     }
+}
+
+/// Newline-delimited JSON, the form module-sdk writes object patches and metrics in.
+fn write_stream(key: &str, items: &[Value]) -> anyhow::Result<()> {
+    let Some(path) = env_path(key) else { return Ok(()) };
+    let mut stream = String::new();
+    for item in items {
+        stream.push_str(&serde_json::to_string(item)?);
+        stream.push('\n');
+    }
+    std::fs::write(&path, stream).with_context(|| format!("writing {}", path.display()))
 }
 
 fn env_path(key: &str) -> Option<PathBuf> {
@@ -149,6 +169,8 @@ fn read_json_env(key: &str) -> anyhow::Result<Option<Value>> {
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -166,10 +188,10 @@ mod tests {
     #[test]
     fn values_are_added_under_the_module_key() {
         let mut out = HookOutput::default();
-        out.set_value("internal/kubernetes", json!({"serverVersion": "1.34.4"}));
+        out.set_value("internal/kubernetes", json!({"featureGates": []}));
         assert_eq!(
             out.values_patch,
-            vec![json!({"op": "add", "path": "/gpu/internal/kubernetes", "value": {"serverVersion": "1.34.4"}})]
+            vec![json!({"op": "add", "path": "/gpu/internal/kubernetes", "value": {"featureGates": []}})]
         );
     }
 }

@@ -7,8 +7,8 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_gpu-module-hooks");
-const BOOTSTRAP_NODES: &str = "3";
-const TLS_CERTIFICATES: &str = "2";
+const BOOTSTRAP_NODES: &str = "2";
+const TLS_CERTIFICATES: &str = "1";
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -16,12 +16,18 @@ fn fixtures() -> PathBuf {
 
 /// Runs `hook run <index>` with `contexts` and `values`; returns the values patch it wrote.
 fn run_hook(index: &str, contexts: &Value, values: &Value) -> Value {
+    run_hook_with_metrics(index, contexts, values).0
+}
+
+/// Runs `hook run <index>`; returns the values patch and the metric operations it wrote.
+fn run_hook_with_metrics(index: &str, contexts: &Value, values: &Value) -> (Value, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
     std::fs::write(path("context.json"), contexts.to_string()).unwrap();
     std::fs::write(path("values.json"), values.to_string()).unwrap();
     std::fs::write(path("values-patch.json"), "").unwrap();
     std::fs::write(path("kubernetes-patch.json"), "").unwrap();
+    std::fs::write(path("metrics.json"), "").unwrap();
     let out = Command::new(BINARY)
         .args(["hook", "run", index])
         .env_clear()
@@ -29,6 +35,7 @@ fn run_hook(index: &str, contexts: &Value, values: &Value) -> Value {
         .env("VALUES_PATH", path("values.json"))
         .env("VALUES_JSON_PATCH_PATH", path("values-patch.json"))
         .env("KUBERNETES_PATCH_PATH", path("kubernetes-patch.json"))
+        .env("METRICS_PATH", path("metrics.json"))
         .output()
         .unwrap();
     assert!(
@@ -36,7 +43,28 @@ fn run_hook(index: &str, contexts: &Value, values: &Value) -> Value {
         "hook {index} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_str(&std::fs::read_to_string(path("values-patch.json")).unwrap()).unwrap()
+    let metrics = std::fs::read_to_string(path("metrics.json")).unwrap();
+    (
+        serde_json::from_str(&std::fs::read_to_string(path("values-patch.json")).unwrap()).unwrap(),
+        metrics.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+    )
+}
+
+/// The series the hooks export are the ones monitoring/prometheus-rules alert on.
+#[test]
+fn the_alerts_query_the_series_the_hooks_export() {
+    let contexts = json!([{"binding": "nodes", "type": "Group", "snapshots": {
+        "nodes": [{"filterResult": {"name": "nm", "cdi": "", "nodeManagerGPU": true}}]}}]);
+    let (_, metrics) = run_hook_with_metrics(BOOTSTRAP_NODES, &contexts, &json!({}));
+    let rules = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../monitoring/prometheus-rules/configuration.yaml"),
+    )
+    .unwrap();
+    let named: Vec<&str> = metrics.iter().filter_map(|m| m["name"].as_str()).collect();
+    assert_eq!(named, ["d8_gpu_node_not_served"]);
+    for name in named.iter().chain(["d8_gpu_feature_gate_enabled"].iter()) {
+        assert!(rules.contains(&format!("({name})")), "no alert on {name}");
+    }
 }
 
 #[test]
@@ -49,7 +77,7 @@ fn list_works_with_an_empty_environment_and_matches_config() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("Found 4 items:\n"), "{text}");
-    assert!(text.contains("3 - bootstrap-nodes"), "{text}");
+    assert!(text.contains("2 - bootstrap-nodes"), "{text}");
 
     let out = Command::new(BINARY).args(["hook", "config"]).output().unwrap();
     let config: Value = serde_json::from_slice(&out.stdout).expect("hook config prints only JSON");
@@ -59,19 +87,25 @@ fn list_works_with_an_empty_environment_and_matches_config() {
     assert_eq!(
         names,
         [
-            "ensure-crds",
-            "feature-discovery",
+            "feature-gates",
             "tls-certificates",
-            "bootstrap-nodes"
+            "bootstrap-nodes",
+            "cleanup-on-disable"
         ]
     );
-    assert_eq!(hooks[0]["onStartup"], 5);
-    let gpus = &hooks[3]["kubernetes"][0];
-    assert_eq!(
-        (gpus["kind"].as_str(), gpus["executeHookOnEvent"].as_bool()),
-        (Some("PhysicalGPU"), Some(true))
-    );
-    assert_eq!(hooks[2]["kubernetes"][0]["executeHookOnEvent"], false);
+    // No hook installs CRDs (addon-operator installs crds/) or runs at startup.
+    assert!(hooks.iter().all(|h| h.get("onStartup").is_none()), "{config}");
+    assert_eq!(hooks[0]["beforeHelm"], 1);
+    assert_eq!(hooks[3]["afterDeleteHelm"], 10);
+    let bindings: Vec<(&str, bool)> = hooks[2]["kubernetes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["kind"].as_str().unwrap(), b["executeHookOnEvent"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(bindings, [("PhysicalGPU", true), ("Node", true)]);
+    assert_eq!(hooks[1]["kubernetes"][0]["executeHookOnEvent"], false);
+    assert_eq!(config["readiness"]["schedule"][0]["crontab"], "*/15 * * * * *");
 }
 
 #[test]

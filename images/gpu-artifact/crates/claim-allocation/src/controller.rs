@@ -36,7 +36,7 @@ where
 {
     let (store, writer) = reflector::store();
     let stream = watcher(api, watcher::Config::default())
-        .default_backoff()
+        .backoff(controller_plumbing::WatchBackoff::default())
         .reflect(writer)
         .for_each(move |event| {
             if let Err(error) = event {

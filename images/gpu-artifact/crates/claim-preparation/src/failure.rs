@@ -43,6 +43,10 @@ pub enum FailureReason {
     CardCall,
     /// The blocking task running the pipeline did not finish.
     TaskFailed,
+    /// A MIG mode change stayed pending: another client holds the card.
+    MigModePending,
+    /// A test made a fault point fail (never in production).
+    FaultInjected,
 }
 
 impl FailureReason {
@@ -65,6 +69,8 @@ impl FailureReason {
             Self::Vfio => "Vfio",
             Self::CardCall => "CardCall",
             Self::TaskFailed => "TaskFailed",
+            Self::MigModePending => "MigModePending",
+            Self::FaultInjected => "FaultInjected",
         }
     }
 }
@@ -97,6 +103,8 @@ impl From<PrepareError> for ClaimFailure {
             PrepareError::Tool { .. } => FailureReason::DriverTool,
             PrepareError::Vfio { .. } => FailureReason::Vfio,
             PrepareError::Card { .. } => FailureReason::CardCall,
+            PrepareError::MigModePending { .. } => FailureReason::MigModePending,
+            PrepareError::Injected { .. } => FailureReason::FaultInjected,
         };
         Self::new(reason, error.to_string())
     }

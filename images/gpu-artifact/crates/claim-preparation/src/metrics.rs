@@ -77,6 +77,9 @@ pub struct ClaimMetrics {
     durations: DurationFamily,
     prepared_claims: Gauge,
     prepared_devices: Family<PreparedDeviceLabels, Gauge>,
+    checkpoint_corrupt: Gauge,
+    mps_daemon_restarts: Counter,
+    foreign_mig_instances: Gauge,
 }
 
 impl ClaimMetrics {
@@ -86,6 +89,9 @@ impl ClaimMetrics {
             durations: Family::new_with_constructor(duration_histogram),
             prepared_claims: Gauge::default(),
             prepared_devices: Family::default(),
+            checkpoint_corrupt: Gauge::default(),
+            mps_daemon_restarts: Counter::default(),
+            foreign_mig_instances: Gauge::default(),
         };
         registry.register(
             "gpu_handler_claim_operations",
@@ -107,7 +113,35 @@ impl ClaimMetrics {
             "1 for every device of a prepared claim, with the card it is on (join dcgm-exporter on UUID and GPU_I_ID)",
             metrics.prepared_devices.clone(),
         );
+        registry.register(
+            "gpu_handler_checkpoint_corrupt",
+            "1 while the node's checkpoint fails verification: every prepare and unprepare on the node fails until an admin recovers it",
+            metrics.checkpoint_corrupt.clone(),
+        );
+        registry.register(
+            "gpu_handler_mps_daemon_restarts",
+            "MPS control daemons of cards with prepared MPS shares found dead and started again",
+            metrics.mps_daemon_restarts.clone(),
+        );
+        registry.register(
+            "gpu_handler_foreign_mig_instances",
+            "MIG instances on the node's cards that no prepared claim records, kept (an admin's, or a lost checkpoint's) at the last start",
+            metrics.foreign_mig_instances.clone(),
+        );
         metrics
+    }
+
+    /// Whether the last checkpoint read failed verification.
+    pub(crate) fn set_checkpoint_corrupt(&self, corrupt: bool) {
+        self.checkpoint_corrupt.set(i64::from(corrupt));
+    }
+
+    pub(crate) fn count_mps_restarts(&self, restarted: usize) {
+        self.mps_daemon_restarts.inc_by(restarted as u64);
+    }
+
+    pub(crate) fn set_foreign_mig_instances(&self, count: usize) {
+        self.foreign_mig_instances.set(count as i64);
     }
 
     /// Counts one operation that took `took`; `failure` is its reason when it failed.

@@ -1,11 +1,14 @@
 //! The handler's [`ClaimPreparer`]: API read (the claim and the Pods it is reserved for),
-//! resolution, the blocking pipeline, Events, and the claim metrics of every call.
+//! resolution, the blocking pipeline, Events, and the claim metrics of every call. Its upkeep
+//! between calls (reconciliation, MPS supervision, checkpoint read-back) is in `upkeep`.
+
+mod upkeep;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use controller_plumbing::EventPublisher;
-use dra_offers::DeviceCatalog;
+use dra_offers::{CardHoldings, DeviceCatalog};
 use gpu_vendor::VendorBackend;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::{Api, Client};
@@ -15,9 +18,17 @@ use tokio::sync::{Mutex, Notify, OnceCell, watch};
 
 use crate::events::{reserved_pods, warn_everywhere};
 use crate::failure::{ClaimFailure, FailureReason};
+use crate::metadata;
 use crate::metrics::{ClaimMetrics, ClaimOperation};
+use crate::node_side::{MIG_MODE_CHANGE_PENDING, NodeSide};
 use crate::pods;
 use crate::resolve::resolve_devices;
+
+/// How long one prepare keeps retrying a MIG mode change that stays pending (with the module's
+/// DCGM paused) before it answers the kubelet, which retries later: well inside the kubelet's 45 s.
+const MIG_CHANGE_PATIENCE: Duration = Duration::from_secs(20);
+/// The pause between two attempts of a pending MIG mode change.
+const MIG_CHANGE_RETRY: Duration = Duration::from_secs(2);
 
 /// What the claims side reads from the rest of the handler.
 pub struct NodeClaimsLinks {
@@ -27,6 +38,9 @@ pub struct NodeClaimsLinks {
     pub backend: watch::Receiver<Option<Arc<dyn VendorBackend>>>,
     /// Woken after every prepare and unprepare.
     pub after_change: Arc<Notify>,
+    /// How the node's cards are held, from the checkpoint after every operation (publication
+    /// withholds what a held card cannot give).
+    pub holdings: watch::Sender<CardHoldings>,
 }
 
 pub struct NodeClaims {
@@ -36,12 +50,15 @@ pub struct NodeClaims {
     config: NodePrepareConfig,
     links: NodeClaimsLinks,
     events: EventPublisher,
+    node: NodeSide,
     /// Start-up reconciliation, run once before the first prepare or unprepare (and as soon as the
     /// library is loaded, by [`NodeClaims::reconcile_when_ready`]).
     reconciled: OnceCell<()>,
     metrics: ClaimMetrics,
     /// Checkpoint reads for the metrics one at a time, so the last one set reads the last write.
     checkpoint_reads: Mutex<()>,
+    /// Whether the API server defines KEP-5304 device metadata, asked once.
+    device_metadata: OnceCell<bool>,
 }
 
 impl NodeClaims {
@@ -53,7 +70,9 @@ impl NodeClaims {
         metrics: ClaimMetrics,
     ) -> Self {
         let events = EventPublisher::new(client.clone(), "gpu-handler", Some(config.node_name.clone()));
+        let node = NodeSide::new(client.clone(), &config.node_name, events.clone());
         Self {
+            node,
             pool: dra_offers::pool_name(&config.node_name),
             driver: driver.to_owned(),
             client,
@@ -63,32 +82,27 @@ impl NodeClaims {
             reconciled: OnceCell::new(),
             metrics,
             checkpoint_reads: Mutex::new(()),
+            device_metadata: OnceCell::new(),
         }
     }
 
-    /// Waits for the vendor library and reconciles the node: claims a crash left half-prepared are
-    /// rolled back, MIG instances nobody recorded are destroyed.
-    pub async fn reconcile_when_ready(&self) {
-        let mut backend = self.links.backend.clone();
-        if backend.wait_for(Option::is_some).await.is_err() {
-            return;
-        }
-        if let Err(failure) = self.ensure_reconciled().await {
-            tracing::warn!(error = %failure.message, "start-up reconciliation failed; it runs again before the next prepare");
-        }
-    }
-
-    async fn ensure_reconciled(&self) -> Result<(), ClaimFailure> {
-        self.reconciled
+    /// Whether prepared claims get device metadata (the server is 1.36 or newer); a failed version
+    /// read counts as no, and is asked again next time.
+    async fn device_metadata_enabled(&self) -> bool {
+        let asked = self
+            .device_metadata
             .get_or_try_init(|| async {
-                let preparer = self.preparer()?;
-                let report = self.run_pipeline(preparer, NodePreparer::reconcile).await?;
-                tracing::info!(report = ?report, "start-up reconciliation done");
-                self.links.after_change.notify_one();
-                Ok(())
+                let info = self.client.apiserver_version().await?;
+                Ok::<bool, kube::Error>(metadata::supported(&info.minor))
             })
-            .await
-            .map(|_| ())
+            .await;
+        match asked {
+            Ok(enabled) => *enabled,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the API server's version; no device metadata for this claim");
+                false
+            }
+        }
     }
 
     fn preparer(&self) -> Result<NodePreparer, ClaimFailure> {
@@ -113,12 +127,7 @@ impl NodeClaims {
         })
         .await
         .map_err(|panic| ClaimFailure::new(FailureReason::TaskFailed, format!("the prepare task failed: {panic}")))?;
-        let _serial = self.checkpoint_reads.lock().await;
-        match tokio::task::spawn_blocking(move || preparer.prepared_claims()).await {
-            Ok(Ok(claims)) => self.metrics.set_checkpoint(&claims),
-            Ok(Err(error)) => tracing::warn!(%error, "the checkpoint metrics keep their last values"),
-            Err(panic) => tracing::warn!(%panic, "the checkpoint metrics keep their last values"),
-        }
+        self.read_back(preparer).await;
         outcome
     }
 
@@ -133,18 +142,65 @@ impl NodeClaims {
             .await
             .map_err(|message| ClaimFailure::new(FailureReason::PodNotRead, message))?;
         self.ensure_reconciled().await?;
-        let preparer = self.preparer()?;
         let request = PrepareRequest {
             claim: claim.clone(),
-            devices,
+            devices: devices.clone(),
             vfio_requested,
             pods,
         };
-        let prepared = self
-            .run_pipeline(preparer, move |preparer| preparer.prepare(&request))
-            .await;
+        let prepared = self.prepare_with_patience(&request, stored).await;
         self.links.after_change.notify_one();
-        prepared
+        let mut prepared = prepared?;
+        if self.device_metadata_enabled().await {
+            let writer = metadata::writer(&self.driver, &self.config);
+            metadata::publish(&writer, &self.config, claim, stored, &devices, &mut prepared);
+        }
+        Ok(prepared)
+    }
+
+    /// Runs the pipeline; a MIG mode change that stays pending pauses the module's DCGM on the node,
+    /// is told (naming the card's holders) and is retried for [`MIG_CHANGE_PATIENCE`]. The pause
+    /// ends with the attempt, whatever its outcome; the kubelet's next retry pauses again.
+    async fn prepare_with_patience(
+        &self,
+        request: &PrepareRequest,
+        stored: &ResourceClaim,
+    ) -> Result<Vec<PreparedDevice>, ClaimFailure> {
+        let deadline = Instant::now() + MIG_CHANGE_PATIENCE;
+        let mut paused = false;
+        let outcome = loop {
+            let preparer = self.preparer()?;
+            let attempt = request.clone();
+            let prepared = self
+                .run_pipeline(preparer, move |preparer| preparer.prepare(&attempt))
+                .await;
+            match prepared {
+                Err(failure) if failure.reason == FailureReason::MigModePending && Instant::now() < deadline => {
+                    if !paused {
+                        self.node.pause_dcgm().await;
+                        paused = true;
+                        warn_everywhere(
+                            &self.events,
+                            &request.claim,
+                            &reserved_pods(stored),
+                            MIG_MODE_CHANGE_PENDING,
+                            "PrepareDevices",
+                            &failure.message,
+                        )
+                        .await;
+                        self.node
+                            .warn(MIG_MODE_CHANGE_PENDING, "PrepareDevices", failure.message.clone())
+                            .await;
+                    }
+                    tokio::time::sleep(MIG_CHANGE_RETRY).await;
+                }
+                other => break other,
+            }
+        };
+        if paused {
+            self.node.resume_dcgm().await;
+        }
+        outcome
     }
 
     async fn read_and_prepare(&self, claim: &ClaimRef) -> Result<Vec<PreparedDevice>, ClaimFailure> {
@@ -180,6 +236,12 @@ impl NodeClaims {
             .run_pipeline(preparer, move |preparer| preparer.unprepare(&asked))
             .await;
         self.links.after_change.notify_one();
+        if result.is_ok()
+            && let Err(error) =
+                metadata::writer(&self.driver, &self.config).remove(&claim.namespace, &claim.name, &claim.uid)
+        {
+            tracing::warn!(claim = %claim, %error, "device metadata of an unprepared claim not removed");
+        }
         if let Err(failure) = &result {
             tracing::warn!(claim = %claim, error = %failure.message, reason = failure.reason.as_str(), "unprepare failed");
             warn_everywhere(

@@ -8,7 +8,7 @@
 //! over.
 
 use dra_offers::DeviceCatalog;
-use gpu_api::opaque_config::{InvalidConfig, config_for_request};
+use gpu_api::opaque_config::{InvalidConfig, class_allows_vfio, config_for_request};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::ResourceExt;
@@ -16,6 +16,8 @@ use kubelet_plugin::ClaimRef;
 use node_prepare::AllocatedDevice;
 
 mod device_config;
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests;
 
@@ -147,6 +149,7 @@ pub fn resolve_devices(
                 share_id: result.share_id.clone(),
                 share_percent: share_percent(result.consumed_capacity.as_ref()),
                 config,
+                vfio_allowed: class_allows_vfio(configs, driver, &result.request),
                 target,
             })
         })

@@ -25,9 +25,11 @@ impl Backoff {
     }
 }
 
+/// At most 5 s between attempts: after an API server or etcd outage every component is writing
+/// again within seconds of the API being back (issue 17: resync within 10 s).
 impl Default for Backoff {
     fn default() -> Self {
-        Self::new(Duration::from_millis(500), Duration::from_secs(30))
+        Self::new(Duration::from_millis(500), Duration::from_secs(5))
     }
 }
 

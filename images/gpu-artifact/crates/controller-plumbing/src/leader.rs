@@ -1,10 +1,15 @@
 //! Leader election through a Lease, so only one replica of a controller writes at a time.
 
+use std::future::Future;
+
+use component_base::Shutdown;
 use kube::Client;
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
-/// A running election: `is_leader` flips as the Lease is won or lost.
+/// A running election: `is_leader` flips as the Lease is won or lost. Clones follow the same
+/// election, so the controllers of one process lead together.
+#[derive(Clone)]
 pub struct LeaderElection {
     state: watch::Receiver<bool>,
 }
@@ -47,5 +52,35 @@ impl LeaderElection {
     /// Waits until leadership is lost (the caller then stops writing).
     pub async fn wait_for_loss(&mut self) {
         let _ = self.state.wait_for(|leading| !*leading).await;
+    }
+}
+
+/// Runs `work` while this replica leads (always, without an election), from the start each time
+/// leadership is won; stops it when leadership is lost, and returns on shutdown, when the election
+/// ends, or when `work` returns. `what` names the work in the logs.
+pub async fn while_leading<F, Fut>(mut election: Option<LeaderElection>, shutdown: Shutdown, what: &str, mut work: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    loop {
+        if let Some(election) = election.as_mut() {
+            tokio::select! {
+                leading = election.wait_for_leadership() => if !leading { return },
+                _ = shutdown.cancelled() => return,
+            }
+            tracing::info!("leading: {what}");
+        }
+        let lost = async {
+            match election.as_mut() {
+                Some(election) => election.wait_for_loss().await,
+                None => futures::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = work() => return,
+            _ = lost => tracing::warn!("lost leadership: stopped {what}"),
+            _ = shutdown.cancelled() => return,
+        }
     }
 }

@@ -1,13 +1,18 @@
 //! Plumbing every Kubernetes-facing component of the gpu module shares: connecting to an API
 //! server that may not be up yet (retry with backoff instead of a crash loop), leader election
-//! through a `coordination.k8s.io` Lease, and Events on the objects a component acts on.
+//! through a `coordination.k8s.io` Lease, Events on the objects a component acts on, and read-only
+//! reflector caches kept until shutdown.
 //!
 //! It never decides anything about GPUs.
 
 mod backoff;
+mod cache;
 mod events;
 mod leader;
+mod watch_backoff;
 
 pub use backoff::{Backoff, retry_until_ok};
+pub use cache::keep_cache;
 pub use events::EventPublisher;
-pub use leader::LeaderElection;
+pub use leader::{LeaderElection, while_leading};
+pub use watch_backoff::WatchBackoff;

@@ -4,19 +4,25 @@
 //! abort the process. Compiling happens once per distinct expression, so a thread per compile
 //! is cheap.
 
+use crate::CelError;
+
 /// Enough for 250 levels of parentheses in a debug build (which needs about 48 MiB); only the
 /// pages used are committed.
 const STACK_BYTES: usize = 96 << 20;
 
-/// Runs `f` on a thread with a [`STACK_BYTES`] stack and returns its result; a panic in `f`
-/// continues in the caller.
-pub(crate) fn on_deep_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+/// Runs `f`, the compilation of `expression`, on a thread with a [`STACK_BYTES`] stack and
+/// returns its result; a panic in `f` continues in the caller. A thread the system cannot start
+/// fails the compilation.
+pub(crate) fn on_deep_stack<T: Send>(
+    expression: &str,
+    f: impl FnOnce() -> Result<T, CelError> + Send,
+) -> Result<T, CelError> {
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()
             .name("dra-cel-compile".to_owned())
             .stack_size(STACK_BYTES)
             .spawn_scoped(scope, f)
-            .expect("spawn the CEL compile thread");
+            .map_err(|e| CelError::compile(expression, format!("cannot start the compile thread: {e}")))?;
         handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }

@@ -85,22 +85,32 @@ fn boolean(function: &str, arg: &dyn Val) -> Result<bool, ExecutionError> {
     }
 }
 
+/// Argument `i` of a call; the environment declares each function's arity, so a missing one is
+/// reported as a function error rather than trusted.
+fn arg<'a>(args: &'a [CowVal<'_, '_>], i: usize, function: &str) -> Result<&'a dyn Val, ExecutionError> {
+    args.get(i)
+        .map(|a| &**a)
+        .ok_or_else(|| ExecutionError::function_error(function, format!("missing argument {i}")))
+}
+
 fn q<'b, 'v>(args: &[CowVal<'b, 'v>], i: usize, f: &str) -> Result<Quantity, ExecutionError> {
-    opaque::<Quantity>(f, &*args[i])
+    opaque::<Quantity>(f, arg(args, i, f)?)
 }
 
 fn s<'b, 'v>(args: &[CowVal<'b, 'v>], i: usize, f: &str) -> Result<Semver, ExecutionError> {
-    opaque::<Semver>(f, &*args[i])
+    opaque::<Semver>(f, arg(args, i, f)?)
 }
 
 fn quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let text = string("quantity", &*args[0])?;
+    let text = string("quantity", arg(&args, 0, "quantity")?)?;
     let parsed = Quantity::parse(&text).map_err(|e| ExecutionError::function_error("quantity", e))?;
     out(quantity_value(parsed))
 }
 
 fn is_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    out(Value::Bool(Quantity::parse(&string("isQuantity", &*args[0])?).is_ok()))
+    out(Value::Bool(
+        Quantity::parse(&string("isQuantity", arg(&args, 0, "isQuantity")?)?).is_ok(),
+    ))
 }
 
 fn quantity_sign<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -128,9 +138,9 @@ fn quantity_add<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Exe
 }
 
 fn quantity_add_int<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    out(quantity_value(
-        q(&args, 0, "add")?.saturating_add(Quantity::from_units(int("add", &*args[1])?)),
-    ))
+    out(quantity_value(q(&args, 0, "add")?.saturating_add(
+        Quantity::from_units(int("add", arg(&args, 1, "add")?)?),
+    )))
 }
 
 fn quantity_sub<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -138,9 +148,9 @@ fn quantity_sub<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Exe
 }
 
 fn quantity_sub_int<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    out(quantity_value(
-        q(&args, 0, "sub")?.saturating_sub(Quantity::from_units(int("sub", &*args[1])?)),
-    ))
+    out(quantity_value(q(&args, 0, "sub")?.saturating_sub(
+        Quantity::from_units(int("sub", arg(&args, 1, "sub")?)?),
+    )))
 }
 
 fn quantity_greater<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -162,14 +172,14 @@ fn quantity_compare<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>,
 }
 
 fn semver<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let text = string("semver", &*args[0])?;
+    let text = string("semver", arg(&args, 0, "semver")?)?;
     let parsed = Semver::parse(&text).map_err(|e| ExecutionError::function_error("semver", e))?;
     out(semver_value(parsed))
 }
 
 fn semver_normalize<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let text = string("semver", &*args[0])?;
-    let parsed = if boolean("semver", &*args[1])? {
+    let text = string("semver", arg(&args, 0, "semver")?)?;
+    let parsed = if boolean("semver", arg(&args, 1, "semver")?)? {
         Semver::parse_normalized(&text)
     } else {
         Semver::parse(&text)
@@ -180,12 +190,14 @@ fn semver_normalize<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>,
 }
 
 fn is_semver<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    out(Value::Bool(Semver::parse(&string("isSemver", &*args[0])?).is_ok()))
+    out(Value::Bool(
+        Semver::parse(&string("isSemver", arg(&args, 0, "isSemver")?)?).is_ok(),
+    ))
 }
 
 fn is_semver_normalize<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let text = string("isSemver", &*args[0])?;
-    let ok = if boolean("isSemver", &*args[1])? {
+    let text = string("isSemver", arg(&args, 0, "isSemver")?)?;
+    let ok = if boolean("isSemver", arg(&args, 1, "isSemver")?)? {
         Semver::parse_normalized(&text).is_ok()
     } else {
         Semver::parse(&text).is_ok()

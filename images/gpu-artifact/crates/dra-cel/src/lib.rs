@@ -38,6 +38,9 @@
 //! - An unknown attribute domain outside the driver's own, `gpu.deckhouse.io` and
 //!   `resource.kubernetes.io` is a missing key rather than an empty map.
 
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing))]
+
 mod check;
 mod cost;
 mod deep_stack;

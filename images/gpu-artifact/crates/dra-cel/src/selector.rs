@@ -3,7 +3,7 @@
 //! repeats the same class selectors pays for that only the first time.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use cel::parser::Expression;
 use cel::{Env, Value};
@@ -15,6 +15,9 @@ use crate::{CelError, check, cost, kubernetes_library};
 
 /// The Kubernetes DRA CEL environment: the CEL standard library with optional syntax, the
 /// strings and lists extensions, `cel.bind`, and the quantity and semver libraries.
+// Registers a fixed set of distinct macros, extensions and functions into a fresh environment,
+// which cannot collide; every selector test builds it.
+#[allow(clippy::expect_used)]
 pub fn dra_environment() -> Arc<Env> {
     let mut env = Env::stdlib();
     env.add_macro(check::bind_macro()).expect("cel.bind registers once");
@@ -66,7 +69,7 @@ impl CompiledSelector {
 /// types, validators, result type) and returns its estimated worst-case cost, without applying
 /// the cost limit.
 pub fn estimate_max_cost(expression: &str, release: KubernetesRelease) -> Result<u64, CelError> {
-    on_deep_stack(|| checked_max_cost(expression, release))
+    on_deep_stack(expression, || checked_max_cost(expression, release))
 }
 
 fn checked_max_cost(expression: &str, release: KubernetesRelease) -> Result<u64, CelError> {
@@ -130,13 +133,18 @@ impl SelectorCache {
 
     /// The compiled form of `expression`, compiling it on first use.
     pub fn get_or_compile(&self, expression: &str) -> Result<Arc<CompiledSelector>, CelError> {
-        if let Some(found) = self.compiled.read().expect("selector cache lock").get(expression) {
+        if let Some(found) = self
+            .compiled
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(expression)
+        {
             return found.clone();
         }
         let result = self.compile(expression);
         self.compiled
             .write()
-            .expect("selector cache lock")
+            .unwrap_or_else(PoisonError::into_inner)
             .insert(expression.to_owned(), result.clone());
         result
     }
@@ -144,7 +152,7 @@ impl SelectorCache {
     /// Checks types and the estimated cost first, as the API server does, so a selector the
     /// scheduler's environment would refuse is refused here with cel-go's message.
     fn compile(&self, expression: &str) -> Result<Arc<CompiledSelector>, CelError> {
-        on_deep_stack(|| {
+        on_deep_stack(expression, || {
             let max_cost = checked_max_cost(expression, self.release)?;
             if max_cost > MAX_COST {
                 return Err(CelError::compile(
@@ -169,7 +177,7 @@ impl SelectorCache {
 
     /// How many distinct expressions are cached.
     pub fn len(&self) -> usize {
-        self.compiled.read().expect("selector cache lock").len()
+        self.compiled.read().unwrap_or_else(PoisonError::into_inner).len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -2,8 +2,10 @@
 //! (dcgm-exporter's DRA mapping, KubeVirt) read. Names are qualified: ours with
 //! `gpu.deckhouse.io/`, the standard PCI one with `resource.kubernetes.io/`.
 //!
-//! `resource.kubernetes.io/pcieRoot` is not published: the PCIe root complex needs the card's sysfs
-//! path, which the vendor inventory does not carry.
+//! The standard `resource.kubernetes.io/pciBusID` (the card's address) and
+//! `resource.kubernetes.io/pcieRoot` (its root complex, `pci<domain>:<bus>`, which the node agent
+//! reads from the card's sysfs path) are on every offer of the card: KubeVirt finds a passed-through
+//! card by the first, topology-aware consumers compare the second.
 
 use std::collections::BTreeMap;
 
@@ -138,6 +140,9 @@ fn common_attributes(card: &CardOffering, device_type: &str, dcgm_type: &str) ->
         "resource.kubernetes.io/pciBusID".to_owned(),
         string(&inventory.pci_address.to_string()),
     );
+    if let Some(root) = &card.pcie_root {
+        attributes.insert("resource.kubernetes.io/pcieRoot".to_owned(), string(root));
+    }
     attributes
 }
 

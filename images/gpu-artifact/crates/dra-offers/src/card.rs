@@ -2,9 +2,16 @@
 
 use gpu_api::opaque_config::SharingStrategy;
 use gpu_vendor::GpuInventory;
+use k8s_openapi::api::resource::v1::DeviceTaint;
 
-/// One card the node may offer (its PhysicalGPU is DriverReady and not unhealthy).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The taint effects that keep new claims off a device (`None` is informational only).
+pub const EFFECT_NO_SCHEDULE: &str = "NoSchedule";
+pub const EFFECT_NO_EXECUTE: &str = "NoExecute";
+pub const EFFECT_NONE: &str = "None";
+
+/// One card the node may offer (its PhysicalGPU is DriverReady and the card answers; an unhealthy
+/// card comes with the taints its health calls for).
+#[derive(Debug, Clone, PartialEq)]
 pub struct CardOffering {
     /// The PhysicalGPU object of the card, e.g. `node-a-0-10de-20b7`.
     pub physical_gpu: String,
@@ -15,6 +22,20 @@ pub struct CardOffering {
     pub inventory: GpuInventory,
     /// From `status.nodeInfo.bareMetal`; `None` when the node agent could not tell.
     pub bare_metal: Option<bool>,
+    /// The card's health taints; every offer of the card carries them (a MIG placement inherits
+    /// its card's). Empty for a healthy card.
+    pub taints: Vec<DeviceTaint>,
+    /// From `status.pciInfo.pcieRoot`: the PCIe root complex, `pci<domain>:<bus>`.
+    pub pcie_root: Option<String>,
+}
+
+impl CardOffering {
+    /// Whether a taint keeps new claims off the card (effect NoSchedule or NoExecute).
+    pub fn keeps_claims_off(&self) -> bool {
+        self.taints
+            .iter()
+            .any(|t| t.effect == EFFECT_NO_SCHEDULE || t.effect == EFFECT_NO_EXECUTE)
+    }
 }
 
 /// The node's label that switches MIG offers off: `gpu.deckhouse.io/allow-mig=false`.
@@ -40,6 +61,12 @@ pub struct OfferPolicy {
     /// fallback for an API server that drops them (gate `DRAConsumableCapacity` off): a shared
     /// offer would then be a second exclusive copy of the card.
     pub sharing: bool,
+    /// Device taints are published. `false` is the fallback for an API server that drops them
+    /// (gate `DRADeviceTaints` off): a card whose taints keep claims off is withheld instead.
+    pub taints: bool,
+    /// The server knows the taint effect `None` (1.35 and newer); without it informational taints
+    /// are left out.
+    pub none_effect: bool,
 }
 
 impl OfferPolicy {
@@ -57,7 +84,27 @@ impl OfferPolicy {
             mps_allowed: allow_mps == Some("true"),
             counters: true,
             sharing: true,
+            taints: true,
+            none_effect: true,
         }
+    }
+
+    /// Whether `card` is published: withheld when its taints keep claims off and the server
+    /// cannot carry taints.
+    pub fn publishes(&self, card: &CardOffering) -> bool {
+        self.taints || !card.keeps_claims_off()
+    }
+
+    /// The taints `card`'s devices carry under this policy.
+    pub fn taints_of(&self, card: &CardOffering) -> Option<Vec<DeviceTaint>> {
+        let taints: Vec<DeviceTaint> = card
+            .taints
+            .iter()
+            .filter(|_| self.taints)
+            .filter(|t| self.none_effect || t.effect != EFFECT_NONE)
+            .cloned()
+            .collect();
+        (!taints.is_empty()).then_some(taints)
     }
 
     /// Whether MIG offers are published at all: they are only safe beside counters.

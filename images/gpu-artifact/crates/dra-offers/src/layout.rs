@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::card::{CardOffering, OfferPolicy};
 use crate::catalog::DeviceCatalog;
+use crate::holdings::{CardHoldings, withheld};
 use crate::limits::{MAX_COUNTER_SETS, MAX_DEVICES, MAX_DEVICES_WITH_COUNTERS, check_slice};
 use crate::names::{pool_name, slice_name};
 use crate::offers::{CardOffers, card_offers};
@@ -47,6 +48,9 @@ pub struct PoolTarget {
 pub struct Publication {
     pub slices: Vec<ResourceSlice>,
     pub catalog: DeviceCatalog,
+    /// The devices of cards withheld because the server cannot carry the taints that keep claims
+    /// off them ([`OfferPolicy::publishes`]): not in any slice, but claims prepared before may use them.
+    pub withheld: DeviceCatalog,
 }
 
 impl Publication {
@@ -80,9 +84,28 @@ pub fn build_publication(
     policy: OfferPolicy,
     layout: Layout,
 ) -> Result<Publication, PublicationError> {
+    build_publication_holding(target, cards, policy, layout, &CardHoldings::new())
+}
+
+/// [`build_publication`] for cards held as `holdings` say: the offers a held card cannot give
+/// ([`withheld`]) stay out of the slices but stay in the catalog.
+pub fn build_publication_holding(
+    target: &PoolTarget,
+    cards: &[CardOffering],
+    policy: OfferPolicy,
+    layout: Layout,
+    holdings: &CardHoldings,
+) -> Result<Publication, PublicationError> {
     let mut cards: Vec<&CardOffering> = cards.iter().collect();
     cards.sort_by_key(|card| card.index);
-    let per_card: Vec<CardOffers> = cards.iter().map(|card| card_offers(card, policy)).collect();
+    let (cards, withheld_cards): (Vec<&CardOffering>, Vec<&CardOffering>) =
+        cards.into_iter().partition(|card| policy.publishes(card));
+    let mut per_card: Vec<CardOffers> = cards.iter().map(|card| card_offers(card, policy)).collect();
+    let unpublished: DeviceCatalog = withheld_cards
+        .iter()
+        .flat_map(|card| card_offers(card, policy).offers)
+        .map(|offer| (offer.device.name, offer.offered))
+        .collect();
 
     let mut catalog = DeviceCatalog::new();
     for offer in per_card.iter().flat_map(|c| &c.offers) {
@@ -98,6 +121,10 @@ pub fn build_publication(
                 });
             }
         }
+    }
+
+    for card in &mut per_card {
+        card.offers.retain(|offer| !withheld(&offer.offered, holdings));
     }
 
     let specs = match (layout, policy.counters) {
@@ -122,9 +149,15 @@ pub fn build_publication(
             counter_slices.chain(device_slices).collect()
         }
         (_, false) => {
-            let devices = sorted(per_card.into_iter().flat_map(|c| c.offers).map(|o| o.device).collect());
+            let devices: Vec<Device> = sorted(per_card.into_iter().flat_map(|c| c.offers).map(|o| o.device).collect());
+            let tainted = devices.iter().any(|d| d.taints.as_ref().is_some_and(|t| !t.is_empty()));
+            let per_slice = if layout == Layout::Split && tainted {
+                MAX_DEVICES_WITH_COUNTERS
+            } else {
+                MAX_DEVICES
+            };
             devices
-                .chunks(MAX_DEVICES)
+                .chunks(per_slice)
                 .map(|chunk| SliceContent {
                     counter_sets: Vec::new(),
                     devices: chunk.to_vec(),
@@ -153,7 +186,11 @@ pub fn build_publication(
             })
         })
         .collect::<Result<_, _>>()?;
-    Ok(Publication { slices, catalog })
+    Ok(Publication {
+        slices,
+        catalog,
+        withheld: unpublished,
+    })
 }
 
 struct SliceContent {

@@ -25,6 +25,8 @@ pub const MAX_COUNTER_SETS: usize = 8;
 pub const MAX_COUNTERS_PER_SET: usize = 32;
 /// 1.35+: consumesCounters entries per device.
 pub const MAX_CONSUMPTIONS_PER_DEVICE: usize = 2;
+/// Taints per device (`DeviceTaintsMaxLength`: 4 in 1.34, 16 from 1.37; the lower bound holds for both).
+pub const MAX_TAINTS_PER_DEVICE: usize = 4;
 
 /// Why `spec` would be refused under `layout`, or `Ok`.
 pub fn check_slice(spec: &ResourceSliceSpec, layout: Layout) -> Result<(), String> {
@@ -32,9 +34,10 @@ pub fn check_slice(spec: &ResourceSliceSpec, layout: Layout) -> Result<(), Strin
     let sets = spec.shared_counters.as_deref().unwrap_or_default();
     let consumptions = || devices.iter().flat_map(|d| d.consumes_counters.iter().flatten());
     let uses_counters = consumptions().next().is_some();
+    let uses_taints = devices.iter().any(|d| d.taints.as_ref().is_some_and(|t| !t.is_empty()));
 
     let max_devices = match layout {
-        Layout::Split if uses_counters => MAX_DEVICES_WITH_COUNTERS,
+        Layout::Split if uses_counters || uses_taints => MAX_DEVICES_WITH_COUNTERS,
         _ => MAX_DEVICES,
     };
     limit("devices", devices.len(), max_devices)?;
@@ -51,6 +54,12 @@ pub fn check_slice(spec: &ResourceSliceSpec, layout: Layout) -> Result<(), Strin
             &format!("device {}: attributes and capacities", device.name),
             entries,
             MAX_ATTRIBUTES_AND_CAPACITIES,
+        )?;
+        let taints = device.taints.as_ref().map_or(0, Vec::len);
+        limit(
+            &format!("device {}: taints", device.name),
+            taints,
+            MAX_TAINTS_PER_DEVICE,
         )?;
         let device_consumptions = device.consumes_counters.as_deref().unwrap_or_default();
         if layout == Layout::Split {

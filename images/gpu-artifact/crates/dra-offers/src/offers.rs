@@ -46,12 +46,14 @@ pub fn card_offers(card: &CardOffering, policy: OfferPolicy) -> CardOffers {
         })
     };
     let whole_card = card_counters(inventory);
+    let taints = policy.taints_of(card);
     let mut offers = vec![Offer {
         device: Device {
             name: physical_device_name(card.index),
             attributes: Some(physical_attributes(card, SharingStrategy::Exclusive)),
             capacity: Some(physical_capacity(card)),
             consumes_counters: consumes(&whole_card),
+            taints: taints.clone(),
             ..Device::default()
         },
         offered: OfferedDevice::Physical {
@@ -68,6 +70,7 @@ pub fn card_offers(card: &CardOffering, policy: OfferPolicy) -> CardOffers {
                 capacity: Some(shared_capacity(card)),
                 consumes_counters: consumes(&whole_card),
                 allow_multiple_allocations: Some(true),
+                taints: taints.clone(),
                 ..Device::default()
             },
             offered: OfferedDevice::SharedPhysical {
@@ -87,6 +90,7 @@ pub fn card_offers(card: &CardOffering, policy: OfferPolicy) -> CardOffers {
                     attributes: Some(mig_attributes(card, profile)),
                     capacity: Some(mig_capacity(profile)),
                     consumes_counters: consumes(&mig_consumption(profile, *placement)),
+                    taints: taints.clone(),
                     ..Device::default()
                 },
                 offered: OfferedDevice::Mig {

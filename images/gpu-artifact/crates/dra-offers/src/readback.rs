@@ -122,3 +122,38 @@ pub fn sharing_dropped(sent: &[ResourceSlice], stored: &[ResourceSlice]) -> Opti
 fn has_items<T>(list: &Option<Vec<T>>) -> bool {
     list.as_ref().is_some_and(|items| !items.is_empty())
 }
+
+/// Why taints are considered unsupported, when a device we sent with taints came back without
+/// them (a server whose `DRADeviceTaints` gate is off drops the field); `None` when they arrived.
+/// Slices missing from `stored` are not judged.
+pub fn taints_dropped(sent: &[ResourceSlice], stored: &[ResourceSlice]) -> Option<String> {
+    let kept: BTreeMap<(&str, &str), &Device> = stored
+        .iter()
+        .filter_map(|slice| Some((slice.metadata.name.as_deref()?, slice)))
+        .flat_map(|(name, slice)| {
+            slice
+                .spec
+                .devices
+                .iter()
+                .flatten()
+                .map(move |d| ((name, d.name.as_str()), d))
+        })
+        .collect();
+    let (mut tainted_sent, mut tainted_lost) = (0, 0);
+    for slice in sent {
+        let Some(name) = slice.metadata.name.as_deref() else {
+            continue;
+        };
+        for device in slice.spec.devices.iter().flatten().filter(|d| has_items(&d.taints)) {
+            let Some(stored) = kept.get(&(name, device.name.as_str())) else {
+                continue;
+            };
+            tainted_sent += 1;
+            if !has_items(&stored.taints) {
+                tainted_lost += 1;
+            }
+        }
+    }
+    (tainted_lost > 0)
+        .then(|| format!("the API server dropped the taints of {tainted_lost} of {tainted_sent} tainted devices"))
+}

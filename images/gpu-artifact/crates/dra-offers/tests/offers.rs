@@ -159,6 +159,7 @@ fn attributes_name_the_card_for_selectors_dcgm_and_kubevirt() {
             "gpu.deckhouse.io/uuid",
             "gpu.deckhouse.io/vendor",
             "resource.kubernetes.io/pciBusID",
+            "resource.kubernetes.io/pcieRoot",
         ]
     );
     assert_eq!(
@@ -171,6 +172,10 @@ fn attributes_name_the_card_for_selectors_dcgm_and_kubevirt() {
     assert_eq!(
         string("gpu0", "resource.kubernetes.io/pciBusID").as_deref(),
         Some("0000:01:00.0")
+    );
+    assert_eq!(
+        string("gpu0", "resource.kubernetes.io/pcieRoot").as_deref(),
+        Some("pci0000:00")
     );
     assert_eq!(physical["gpu.deckhouse.io/ccMajor"].int, Some(8));
     assert_eq!(physical["gpu.deckhouse.io/baremetal"].bool, Some(true));

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use component_base::Shutdown;
-use controller_plumbing::LeaderElection;
+use controller_plumbing::{LeaderElection, while_leading};
 use futures::StreamExt;
 use gpu_api::{PhysicalGPU, labels};
 use k8s_openapi::api::core::v1::Pod;
@@ -35,32 +35,11 @@ struct Context {
 }
 
 /// Runs until shutdown: wins the Lease, reconciles while leading, steps back when it is lost.
-pub async fn run(
-    client: Client,
-    selector: ValidatorSelector,
-    mut election: Option<LeaderElection>,
-    shutdown: Shutdown,
-) {
-    loop {
-        if let Some(election) = election.as_mut() {
-            tokio::select! {
-                leading = election.wait_for_leadership() => if !leading { return },
-                _ = shutdown.cancelled() => return,
-            }
-            tracing::info!("leading: reconciling DriverReady");
-        }
-        let lost = async {
-            match election.as_mut() {
-                Some(election) => election.wait_for_loss().await,
-                None => futures::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = reconcile_all(client.clone(), selector.clone()) => return,
-            _ = lost => tracing::warn!("lost leadership: stopped writing"),
-            _ = shutdown.cancelled() => return,
-        }
-    }
+pub async fn run(client: Client, selector: ValidatorSelector, election: Option<LeaderElection>, shutdown: Shutdown) {
+    while_leading(election, shutdown, "reconciling DriverReady", || {
+        reconcile_all(client.clone(), selector.clone())
+    })
+    .await;
 }
 
 async fn reconcile_all(client: Client, selector: ValidatorSelector) {

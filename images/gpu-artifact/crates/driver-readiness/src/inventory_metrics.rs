@@ -9,10 +9,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use component_base::Shutdown;
-use futures::StreamExt;
+use controller_plumbing::keep_cache;
 use gpu_api::{PhysicalGPU, labels};
 use kube::runtime::reflector::{self, Store, store::Writer};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -55,19 +54,7 @@ pub fn register(registry: &mut Registry) -> Writer<PhysicalGPU> {
 
 /// Keeps `writer`'s cache equal to the cluster's PhysicalGPUs until shutdown.
 pub async fn keep_inventory(client: Client, writer: Writer<PhysicalGPU>, shutdown: Shutdown) {
-    let watch = watcher(Api::<PhysicalGPU>::all(client), watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .for_each(|event| {
-            if let Err(error) = event {
-                tracing::warn!(%error, "PhysicalGPU watch for the inventory metrics failed; retrying");
-            }
-            futures::future::ready(())
-        });
-    tokio::select! {
-        _ = watch => {}
-        _ = shutdown.cancelled() => {}
-    }
+    keep_cache(Api::<PhysicalGPU>::all(client), writer, shutdown, "inventory metrics").await;
 }
 
 struct InventoryCollector {

@@ -7,15 +7,21 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::PhysicalGPU;
+use crate::{GPUClass, PhysicalGPU};
 
 /// Every CRD the module installs, with the file it lives in.
 pub fn definitions() -> Vec<(&'static str, CustomResourceDefinition)> {
-    vec![("physicalgpus.yaml", PhysicalGPU::crd())]
+    vec![
+        ("physicalgpus.yaml", PhysicalGPU::crd()),
+        ("gpuclasses.yaml", GPUClass::crd()),
+    ]
 }
 
 /// The exact text of a CRD file.
 pub fn render(crd: &CustomResourceDefinition) -> String {
+    // Safe: the input is our own generated type (not outside input), and a CRD is plain data
+    // (strings, maps, numbers) that YAML always represents; `make crds` is the only caller.
+    #[allow(clippy::expect_used)]
     let body = serde_yaml::to_string(crd).expect("a CRD serialises to YAML");
     format!(
         "# Generated from the Rust types in images/gpu-artifact/crates/gpu-api; do not edit.\n\

@@ -7,11 +7,26 @@ pub const VENDOR: &str = "gpu.deckhouse.io/vendor";
 /// On a PhysicalGPU: the normalised model, e.g. `a30-pcie`.
 pub const DEVICE: &str = "gpu.deckhouse.io/device";
 
+/// On a DeviceClass: who allocates Pods of the class, `BestFit` (gpu-dra-controller behind the
+/// scheduling gate `gpu.deckhouse.io/allocation`) or `FirstFit` (the kube-scheduler alone).
+/// gpu-controller renders it from `GPUClass.spec.allocationPolicy`; an admin may set it on a
+/// hand-written DeviceClass. Absent means BestFit.
+pub const ALLOCATION_POLICY_ANNOTATION: &str = "gpu.deckhouse.io/allocation-policy";
+
 /// Node labels written by the node agent.
 pub const NODE_OS_ID: &str = "gpu.deckhouse.io/os.id";
 pub const NODE_OS_VERSION: &str = "gpu.deckhouse.io/os.version";
 pub const NODE_KERNEL_VERSION: &str = "gpu.deckhouse.io/kernel.version";
 pub const NODE_BAREMETAL: &str = "gpu.deckhouse.io/baremetal";
+/// Every node label the node agent writes (the module removes them when it is disabled).
+pub const NODE_AGENT_LABELS: [&str; 4] = [NODE_OS_ID, NODE_OS_VERSION, NODE_KERNEL_VERSION, NODE_BAREMETAL];
+
+/// Node label `"true"` set by the module's NodeGroupConfiguration gpu-detect-cdi.sh once the node's
+/// containerd has CDI on; gpu-handler (which hands GPUs to containers through CDI) runs only there.
+pub const NODE_CDI: &str = "gpu.deckhouse.io/cdi";
+/// Node label Deckhouse's node-manager puts on the nodes of a NodeGroup with `spec.gpu`: its own NVIDIA
+/// stack (device plugin, MIG manager, MPS daemon) manages their GPUs, so the module stays off them.
+pub const NODE_MANAGER_GPU: &str = "node.deckhouse.io/gpu";
 
 /// `<node>-<index>-<vendorID>-<deviceID>`, where index is the card's position among the node's GPUs
 /// sorted by PCI address: stable across restarts as long as the hardware does not change.

@@ -6,13 +6,21 @@
 //! apply, each with its own field manager: the node agent (PCI and node facts, driver binding,
 //! labels), the handler (capabilities, NVIDIA state, `HardwareHealthy`) and the controller
 //! (`DriverReady`).
+//!
+//! `GPUClass` is what an admin keeps: which GPUs a class means and how they are shared. gpu-controller
+//! renders it into a DeviceClass of the same name and owns its status.
+
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 pub mod crd;
+mod gpu_class;
 pub mod labels;
 mod nvidia;
 pub mod opaque_config;
 mod physical_gpu;
 
+pub use gpu_class::*;
 pub use nvidia::*;
 pub use physical_gpu::*;
 

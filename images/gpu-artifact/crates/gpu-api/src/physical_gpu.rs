@@ -105,6 +105,10 @@ pub struct PciInfo {
     /// IOMMU group of the card; absent when the IOMMU is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iommu_group: Option<i64>,
+    /// The PCIe root complex the card hangs below, `pci<domain>:<bus>` (published as the device
+    /// attribute `resource.kubernetes.io/pcieRoot`); absent when sysfs does not show one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_root: Option<String>,
 }
 
 /// PCI class code and its name.

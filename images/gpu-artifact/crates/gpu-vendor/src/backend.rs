@@ -1,7 +1,7 @@
 //! The port itself: the operations the handler needs from a vendor.
 
 use crate::error::VendorError;
-use crate::health::HealthMonitor;
+use crate::health::{HealthMonitor, HealthReading};
 use crate::inventory::GpuInventory;
 use crate::mig::{MigInstance, MigMode, MigPlacement, MigProfile};
 use crate::pci_address::PciAddress;
@@ -67,4 +67,8 @@ pub trait VendorBackend: Send + Sync {
     /// Starts watching the given cards for health events. Events that
     /// happened before this call are not reported.
     fn health_monitor(&self, pci_addresses: &[PciAddress]) -> Result<Box<dyn HealthMonitor>, VendorError>;
+
+    /// What the card says about its health now (memory errors, row remapping, the recovery action
+    /// the driver asks for). A lost card is a reading with `lost` set, not an error.
+    fn health_reading(&self, pci_address: &PciAddress) -> Result<HealthReading, VendorError>;
 }

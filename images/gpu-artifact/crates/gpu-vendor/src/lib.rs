@@ -19,7 +19,7 @@ mod process;
 
 pub use backend::VendorBackend;
 pub use error::VendorError;
-pub use health::{HealthEvent, HealthEventKind, HealthMonitor};
+pub use health::{HealthEvent, HealthEventKind, HealthMonitor, HealthReading, RecoveryAction, RemappedRows};
 pub use inventory::{ComputeCapability, GpuInventory, PowerLimits};
 pub use mig::{MigCapabilities, MigEngines, MigInstance, MigMode, MigPlacement, MigProfile, MigState};
 pub use pci_address::{PciAddress, PciAddressError};

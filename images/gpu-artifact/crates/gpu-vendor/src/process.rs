@@ -12,4 +12,7 @@ pub struct GpuProcess {
     pub used_memory_bytes: Option<u64>,
     pub gpu_instance_id: Option<u32>,
     pub compute_instance_id: Option<u32>,
+    /// The process's name as the library reports it (for messages naming who holds a card).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }

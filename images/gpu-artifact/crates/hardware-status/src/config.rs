@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use gpu_health::{DEFAULT_APPLICATION_XIDS, DEFAULT_QUIET_PERIOD, DEFAULT_RECOVERABLE_XIDS, HealthPolicy, XidPolicy};
+
+use crate::health_tracker::HealthFiles;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct HandlerConfig {
@@ -15,9 +18,13 @@ pub struct HandlerConfig {
     pub nvml_library: PathBuf,
     /// `HEALTH_ADDR`, default `0.0.0.0:8080`.
     pub health_addr: SocketAddr,
-    /// Xids treated as application errors on top of the backend's list (`ADDITIONAL_XIDS_TO_IGNORE`,
-    /// comma-separated), like NVIDIA's DRA driver `--additional-xids-to-ignore`.
-    pub additional_xids_to_ignore: Vec<u64>,
+    /// The health policy (ModuleConfig `health`): `XID_APPLICATION`, `XID_IGNORED`, `XID_CRITICAL`,
+    /// `XID_RECOVERABLE` (comma-separated Xids; unset: the defaults, empty: none),
+    /// `HEALTH_QUIET_PERIOD` (`10m`), `HEALTH_NO_EXECUTE` (`true`/`false`).
+    pub health_policy: HealthPolicy,
+    /// Where the health ledger is kept; set by the binary from the plugin directory and host root.
+    /// `None` keeps it in memory only (tests of the status loop alone).
+    pub health_files: Option<HealthFiles>,
     /// How often NVML is re-read without any other trigger (`NVML_RESYNC_INTERVAL`: `60s`, `500ms`,
     /// `5m`; `0` turns it off). Default 60 s. See [`crate::handler`] for why it exists.
     pub nvml_resync: Option<Duration>,
@@ -39,16 +46,7 @@ impl HandlerConfig {
             .unwrap_or_else(|| "0.0.0.0:8080".into())
             .parse()
             .context("HEALTH_ADDR is not host:port")?;
-        let additional_xids_to_ignore = get("ADDITIONAL_XIDS_TO_IGNORE")
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-            .map(|x| {
-                x.parse::<u64>()
-                    .with_context(|| format!("ADDITIONAL_XIDS_TO_IGNORE entry {x:?} is not an Xid number"))
-            })
-            .collect::<anyhow::Result<_>>()?;
+        let health_policy = health_policy(&get)?;
         let nvml_resync = match get("NVML_RESYNC_INTERVAL").filter(|v| !v.is_empty()) {
             None => Some(Duration::from_secs(60)),
             Some(text) => {
@@ -61,10 +59,48 @@ impl HandlerConfig {
             node_name,
             nvml_library: PathBuf::from(nvml_library),
             health_addr,
-            additional_xids_to_ignore,
+            health_policy,
+            health_files: None,
             nvml_resync,
         })
     }
+}
+
+fn health_policy(get: &impl Fn(&str) -> Option<String>) -> anyhow::Result<HealthPolicy> {
+    let xids = |key: &str, default: &[u64]| -> anyhow::Result<Vec<u64>> {
+        let Some(list) = get(key) else {
+            return Ok(default.to_vec());
+        };
+        list.split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(|x| {
+                x.parse::<u64>()
+                    .with_context(|| format!("{key} entry {x:?} is not an Xid number"))
+            })
+            .collect()
+    };
+    let quiet_period = match get("HEALTH_QUIET_PERIOD").filter(|v| !v.is_empty()) {
+        None => DEFAULT_QUIET_PERIOD,
+        Some(text) => {
+            parse_interval(&text).with_context(|| format!("HEALTH_QUIET_PERIOD {text:?} is not like 10m, 90s or 1h"))?
+        }
+    };
+    let no_execute = match get("HEALTH_NO_EXECUTE").as_deref().map(str::trim) {
+        None | Some("") | Some("false") => false,
+        Some("true") => true,
+        Some(other) => bail!("HEALTH_NO_EXECUTE must be true or false, not {other:?}"),
+    };
+    Ok(HealthPolicy {
+        xid: XidPolicy::new(
+            xids("XID_APPLICATION", &DEFAULT_APPLICATION_XIDS)?,
+            xids("XID_IGNORED", &[])?,
+            xids("XID_CRITICAL", &[])?,
+            xids("XID_RECOVERABLE", &DEFAULT_RECOVERABLE_XIDS)?,
+        ),
+        quiet_period,
+        no_execute,
+    })
 }
 
 fn parse_interval(text: &str) -> anyhow::Result<Duration> {
@@ -76,6 +112,7 @@ fn parse_interval(text: &str) -> anyhow::Result<Duration> {
         "ms" => Duration::from_millis(number),
         "s" => Duration::from_secs(number),
         "m" => Duration::from_secs(number * 60),
+        "h" => Duration::from_secs(number * 3600),
         "" if number == 0 => Duration::ZERO,
         _ => bail!("unknown unit {unit:?}"),
     })
@@ -97,7 +134,7 @@ mod tests {
         let c = config(&[("NODE_NAME", "w1")]).unwrap();
         assert_eq!(c.nvml_library, PathBuf::from("libnvidia-ml.so.1"));
         assert_eq!(c.health_addr, "0.0.0.0:8080".parse().unwrap());
-        assert!(c.additional_xids_to_ignore.is_empty());
+        assert_eq!(c.health_policy, HealthPolicy::default());
         assert_eq!(c.nvml_resync, Some(Duration::from_secs(60)));
     }
 
@@ -106,19 +143,32 @@ mod tests {
         let c = config(&[
             ("NODE_NAME", "w1"),
             ("NVML_LIBRARY", "/opt/nvidia/libnvidia-ml.so.1"),
-            ("ADDITIONAL_XIDS_TO_IGNORE", "63, 92"),
+            ("XID_IGNORED", "63, 92"),
+            ("XID_RECOVERABLE", ""),
+            ("HEALTH_QUIET_PERIOD", "5m"),
+            ("HEALTH_NO_EXECUTE", "true"),
             ("NVML_RESYNC_INTERVAL", "500ms"),
         ])
         .unwrap();
-        assert_eq!(c.additional_xids_to_ignore, vec![63, 92]);
+        assert_eq!(c.health_policy.xid.classify(63), gpu_health::XidClass::Ignored);
+        assert_eq!(
+            c.health_policy.xid.classify(13),
+            gpu_health::XidClass::Application,
+            "defaults stay"
+        );
+        assert!(!c.health_policy.xid.recoverable(94), "an empty list is empty");
+        assert_eq!(c.health_policy.quiet_period, Duration::from_secs(300));
+        assert!(c.health_policy.no_execute);
         assert_eq!(c.nvml_resync, Some(Duration::from_millis(500)));
         assert_eq!(c.nvml_library, PathBuf::from("/opt/nvidia/libnvidia-ml.so.1"));
         let off = config(&[("NODE_NAME", "w1"), ("NVML_RESYNC_INTERVAL", "0")]).unwrap();
         assert_eq!(off.nvml_resync, None);
         assert!(config(&[]).unwrap_err().to_string().contains("NODE_NAME"));
-        let e = config(&[("NODE_NAME", "w1"), ("ADDITIONAL_XIDS_TO_IGNORE", "63,x")]).unwrap_err();
-        assert!(e.to_string().contains("\"x\""), "{e}");
-        let e = config(&[("NODE_NAME", "w1"), ("NVML_RESYNC_INTERVAL", "1h")]).unwrap_err();
+        let e = config(&[("NODE_NAME", "w1"), ("XID_CRITICAL", "63,x")]).unwrap_err();
+        assert!(e.to_string().contains("XID_CRITICAL entry \"x\""), "{e}");
+        let e = config(&[("NODE_NAME", "w1"), ("HEALTH_NO_EXECUTE", "yes")]).unwrap_err();
+        assert!(e.to_string().contains("HEALTH_NO_EXECUTE"), "{e}");
+        let e = config(&[("NODE_NAME", "w1"), ("NVML_RESYNC_INTERVAL", "1d")]).unwrap_err();
         assert!(e.to_string().contains("NVML_RESYNC_INTERVAL"), "{e}");
     }
 }

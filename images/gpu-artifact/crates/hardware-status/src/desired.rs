@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 
 use gpu_api::{Capabilities, DriverType, NvidiaState, PhysicalGPU};
+use gpu_health::CardHealth;
 use gpu_vendor::{GpuInventory, PciAddress, VendorError};
 
 use crate::DRIVER_READY;
-use crate::health::{CardObservation, HealthLedger, Verdict, hardware_healthy};
+use crate::health::{CardObservation, Verdict, hardware_healthy};
 use crate::nvidia_status::{capabilities, nvidia_state};
 
 /// The handler's part of a PhysicalGPU's status.
@@ -27,7 +28,8 @@ pub enum VendorView<'a> {
     Available {
         /// One entry per card on the nvidia driver.
         readings: &'a BTreeMap<PciAddress, Result<GpuInventory, VendorError>>,
-        ledger: &'a HealthLedger,
+        /// The health model's judgement of each card on the nvidia driver.
+        health: &'a BTreeMap<PciAddress, CardHealth>,
         monitor_problem: Option<&'a str>,
     },
 }
@@ -80,19 +82,19 @@ pub fn desired_status(gpu: &PhysicalGPU, view: VendorView<'_>) -> HandlerStatus 
         (
             VendorView::Available {
                 readings,
-                ledger,
+                health,
                 monitor_problem,
             },
             None,
         ) => {
             let reading = readings.get(&address);
-            let observation = match reading {
-                None => CardObservation::NotQueried,
-                Some(answer) => CardObservation::Queried {
+            let observation = match (reading, health.get(&address)) {
+                (Some(answer), Some(health)) => CardObservation::Queried {
                     answer: answer.as_ref().map(|card| card.uuid.as_str()),
-                    pending: ledger.pending(&address),
+                    health,
                     monitor_problem,
                 },
+                _ => CardObservation::NotQueried,
             };
             (observation, reading.and_then(|r| r.as_ref().ok()))
         }
@@ -107,7 +109,8 @@ pub fn desired_status(gpu: &PhysicalGPU, view: VendorView<'_>) -> HandlerStatus 
 
 #[cfg(test)]
 mod tests {
-    use gpu_vendor::{ComputeCapability, HealthEvent, HealthEventKind};
+    use gpu_health::{CardRecord, HealthPolicy, assess};
+    use gpu_vendor::{ComputeCapability, HealthEventKind, HealthReading};
 
     use super::*;
     use crate::test_gpus::reported_gpu;
@@ -135,13 +138,28 @@ mod tests {
         BTreeMap::from([(card.pci_address, Ok(card))])
     }
 
+    fn health(xids: &[u64]) -> BTreeMap<PciAddress, CardHealth> {
+        let policy = HealthPolicy::default();
+        let mut record = CardRecord::default();
+        for xid in xids {
+            let kind = HealthEventKind::Xid {
+                xid: *xid,
+                gpu_instance_id: None,
+                compute_instance_id: None,
+            };
+            record.record_event(&kind, &policy, 0);
+        }
+        let assessed = assess(&mut record, Some(&HealthReading::default()), &policy, 0);
+        BTreeMap::from([(ADDRESS.parse().unwrap(), assessed)])
+    }
+
     fn available<'a>(
         readings: &'a BTreeMap<PciAddress, Result<GpuInventory, VendorError>>,
-        ledger: &'a HealthLedger,
+        health: &'a BTreeMap<PciAddress, CardHealth>,
     ) -> VendorView<'a> {
         VendorView::Available {
             readings,
-            ledger,
+            health,
             monitor_problem: None,
         }
     }
@@ -149,7 +167,7 @@ mod tests {
     #[test]
     fn driver_ready_and_the_nvidia_driver_bring_capabilities_and_state() {
         let readings = reading();
-        let ledger = HealthLedger::default();
+        let ledger = health(&[]);
         let want = desired_status(&gpu(Some(DriverType::Nvidia), "True"), available(&readings, &ledger));
         assert_eq!(want.capabilities.unwrap().product_name.as_deref(), Some("NVIDIA A30"));
         assert_eq!(want.nvidia.unwrap().gpu_uuid.as_deref(), Some("GPU-a30"));
@@ -159,7 +177,7 @@ mod tests {
     #[test]
     fn without_driver_ready_only_health_is_reported() {
         let readings = reading();
-        let ledger = HealthLedger::default();
+        let ledger = health(&[]);
         for driver_ready in ["False", "Unknown"] {
             let want = desired_status(
                 &gpu(Some(DriverType::Nvidia), driver_ready),
@@ -173,7 +191,7 @@ mod tests {
     #[test]
     fn a_card_off_the_nvidia_driver_or_without_nvml_gets_nothing_but_unknown_health() {
         let readings = reading();
-        let ledger = HealthLedger::default();
+        let ledger = health(&[]);
         let vfio = desired_status(&gpu(Some(DriverType::Vfio), "True"), available(&readings, &ledger));
         assert_eq!((vfio.capabilities, vfio.healthy.reason), (None, "NotOnNvidiaDriver"));
         let missing = desired_status(
@@ -190,19 +208,16 @@ mod tests {
     #[test]
     fn a_critical_xid_keeps_capabilities_but_turns_health_false() {
         let readings = reading();
-        let mut ledger = HealthLedger::default();
-        ledger.record(&HealthEvent {
-            pci_address: ADDRESS.parse().unwrap(),
-            kind: HealthEventKind::Xid {
-                xid: 79,
-                critical: true,
-                gpu_instance_id: None,
-                compute_instance_id: None,
-            },
-        });
+        let ledger = health(&[79]);
         let want = desired_status(&gpu(Some(DriverType::Nvidia), "True"), available(&readings, &ledger));
         assert!(want.capabilities.is_some());
         assert_eq!((want.healthy.status, want.healthy.reason), ("False", "XidCritical"));
-        assert!(want.healthy.message.contains("Xid 79 on GPU 0000:01:00.0 (GPU-a30)"));
+        assert!(
+            want.healthy
+                .message
+                .starts_with("GPU 0000:01:00.0 (GPU-a30): critical Xid 79 (GPU has fallen off the bus) since"),
+            "{}",
+            want.healthy.message
+        );
     }
 }

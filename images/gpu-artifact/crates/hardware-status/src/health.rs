@@ -1,14 +1,11 @@
-//! The `HardwareHealthy` rule: True when the card answers the vendor library and no critical event
-//! is pending, False on a critical Xid or a lost card, Unknown when the library cannot tell.
-//!
-//! A critical event stays pending for the life of the handler process: NVIDIA documents the
-//! critical Xids as needing a GPU reset or a reboot, and neither is visible through NVML, so the
-//! handler restart that comes with a node reboot (or an operator's deliberate restart) is what
-//! clears it. The NVIDIA device plugin and DRA driver behave the same way.
+//! The `HardwareHealthy` rule: False while the health model ([`gpu_health`]) finds a critical
+//! cause (a critical Xid not yet recovered, a lost card, uncorrectable memory errors, a failed row
+//! remapping, a recovery action the driver asks for), True when the card answers the vendor library
+//! with none, Unknown when the library cannot tell. The message is the model's: each cause, since
+//! when, and how it clears.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use gpu_vendor::{HealthEvent, HealthEventKind, PciAddress};
+use gpu_health::CardHealth;
+use gpu_vendor::PciAddress;
 
 /// A condition to publish, without its timestamp.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,38 +25,6 @@ impl Verdict {
     }
 }
 
-/// Critical events seen per card since the handler started.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HealthLedger {
-    cards: BTreeMap<PciAddress, PendingTrouble>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PendingTrouble {
-    /// Distinct critical Xids, ordered, so the message is stable whatever the arrival order.
-    pub xids: BTreeSet<u64>,
-    pub lost: bool,
-}
-
-impl HealthLedger {
-    /// Records `event`; returns whether it changed what is pending (a non-critical Xid never does).
-    pub fn record(&mut self, event: &HealthEvent) -> bool {
-        if !event.is_critical() {
-            return false;
-        }
-        let trouble = self.cards.entry(event.pci_address).or_default();
-        match &event.kind {
-            HealthEventKind::Xid { xid, .. } => trouble.xids.insert(*xid),
-            HealthEventKind::DeviceLost => !std::mem::replace(&mut trouble.lost, true),
-            _ => false,
-        }
-    }
-
-    pub fn pending(&self, card: &PciAddress) -> Option<&PendingTrouble> {
-        self.cards.get(card)
-    }
-}
-
 /// What the handler knows about one card when it judges its health.
 #[derive(Clone, Copy, Debug)]
 pub enum CardObservation<'a> {
@@ -72,8 +37,8 @@ pub enum CardObservation<'a> {
     /// The library answered about the card (`Ok(uuid)`) or failed (`Err`) with the reason.
     Queried {
         answer: Result<&'a str, &'a gpu_vendor::VendorError>,
-        pending: Option<&'a PendingTrouble>,
-        /// Why Xid events are not watched, when they are not.
+        health: &'a CardHealth,
+        /// Why health events are not watched, when they are not.
         monitor_problem: Option<&'a str>,
     },
 }
@@ -99,32 +64,15 @@ pub fn hardware_healthy(address: &PciAddress, observation: CardObservation<'_>) 
         ),
         CardObservation::Queried {
             answer,
-            pending,
+            health,
             monitor_problem,
         } => {
-            let lost = pending.is_some_and(|p| p.lost) || matches!(answer, Err(VendorError::DeviceLost(_)));
             let card = match answer {
                 Ok(uuid) => format!("GPU {address} ({uuid})"),
                 Err(_) => format!("GPU {address}"),
             };
-            if lost {
-                return Verdict::new(
-                    "False",
-                    "GPULost",
-                    format!("{card} fell off the bus (NVML reports it lost); it needs a reset or a reboot"),
-                );
-            }
-            if let Some(xids) = pending.map(|p| &p.xids).filter(|x| !x.is_empty()) {
-                let list: Vec<String> = xids.iter().map(u64::to_string).collect();
-                let plural = if xids.len() == 1 { "" } else { "s" };
-                return Verdict::new(
-                    "False",
-                    "XidCritical",
-                    format!(
-                        "critical Xid{plural} {} on {card}; it needs a reset or a reboot",
-                        list.join(", ")
-                    ),
-                );
+            if let Some(reason) = health.reason() {
+                return Verdict::new("False", reason, format!("{card}: {}", health.describe()));
             }
             match answer {
                 Err(VendorError::NotFound(_)) => Verdict::new(
@@ -134,11 +82,14 @@ pub fn hardware_healthy(address: &PciAddress, observation: CardObservation<'_>) 
                 ),
                 Err(error) => Verdict::new("Unknown", "NVMLQueryFailed", format!("{card}: {error}")),
                 Ok(_) => {
-                    let watched = match monitor_problem {
-                        None => "no critical Xid since the handler started".to_owned(),
-                        Some(problem) => format!("Xid events are not watched: {problem}"),
-                    };
-                    Verdict::new("True", "DeviceHealthy", format!("{card} answers NVML; {watched}"))
+                    let mut message = format!("{card} answers NVML; no critical fault");
+                    if !health.causes.is_empty() {
+                        message.push_str(&format!(". Note: {}", health.describe()));
+                    }
+                    if let Some(problem) = monitor_problem {
+                        message.push_str(&format!(". Xid events are not watched: {problem}"));
+                    }
+                    Verdict::new("True", "DeviceHealthy", message)
                 }
             }
         }
@@ -147,7 +98,8 @@ pub fn hardware_healthy(address: &PciAddress, observation: CardObservation<'_>) 
 
 #[cfg(test)]
 mod tests {
-    use gpu_vendor::VendorError;
+    use gpu_health::{CardRecord, HealthPolicy, assess};
+    use gpu_vendor::{HealthEventKind, HealthReading, RemappedRows, VendorError};
 
     use super::*;
 
@@ -155,65 +107,73 @@ mod tests {
         "0000:41:00.0".parse().unwrap()
     }
 
-    fn xid(xid: u64, critical: bool) -> HealthEvent {
-        HealthEvent {
-            pci_address: card(),
-            kind: HealthEventKind::Xid {
-                xid,
-                critical,
+    fn health_after(xids: &[u64], reading: HealthReading) -> CardHealth {
+        let policy = HealthPolicy::default();
+        let mut record = CardRecord::default();
+        for xid in xids {
+            let kind = HealthEventKind::Xid {
+                xid: *xid,
                 gpu_instance_id: None,
                 compute_instance_id: None,
-            },
+            };
+            record.record_event(&kind, &policy, 0);
         }
+        assess(&mut record, Some(&reading), &policy, 0)
     }
 
-    fn queried<'a>(answer: Result<&'a str, &'a VendorError>, ledger: &'a HealthLedger) -> CardObservation<'a> {
+    fn queried<'a>(answer: Result<&'a str, &'a VendorError>, health: &'a CardHealth) -> CardObservation<'a> {
         CardObservation::Queried {
             answer,
-            pending: ledger.pending(&card()),
+            health,
             monitor_problem: None,
         }
     }
 
     #[test]
-    fn a_card_that_answers_with_nothing_pending_is_healthy() {
-        let mut ledger = HealthLedger::default();
-        assert!(!ledger.record(&xid(13, false)), "an application Xid changes nothing");
-        let verdict = hardware_healthy(&card(), queried(Ok("GPU-1"), &ledger));
+    fn a_card_that_answers_with_nothing_critical_is_healthy() {
+        let health = health_after(&[13], HealthReading::default());
+        let verdict = hardware_healthy(&card(), queried(Ok("GPU-1"), &health));
         assert_eq!((verdict.status, verdict.reason), ("True", "DeviceHealthy"));
+        assert_eq!(
+            verdict.message,
+            "GPU 0000:41:00.0 (GPU-1) answers NVML; no critical fault"
+        );
+        let noted = health_after(
+            &[],
+            HealthReading {
+                remapped_rows: Some(RemappedRows {
+                    pending: true,
+                    ..RemappedRows::default()
+                }),
+                ..HealthReading::default()
+            },
+        );
+        let verdict = hardware_healthy(&card(), queried(Ok("GPU-1"), &noted));
+        assert_eq!(verdict.status, "True");
         assert!(
-            verdict.message.contains("GPU 0000:41:00.0 (GPU-1)"),
+            verdict.message.contains(". Note: memory rows were remapped"),
             "{}",
             verdict.message
         );
     }
 
     #[test]
-    fn critical_xids_stay_pending_and_are_named_in_order() {
-        let mut ledger = HealthLedger::default();
-        assert!(ledger.record(&xid(79, true)));
-        assert!(ledger.record(&xid(48, true)));
-        assert!(!ledger.record(&xid(79, true)), "a repeat changes nothing");
-        let verdict = hardware_healthy(&card(), queried(Ok("GPU-1"), &ledger));
+    fn critical_causes_turn_it_false_with_the_models_message() {
+        let health = health_after(&[79, 48], HealthReading::default());
+        let verdict = hardware_healthy(&card(), queried(Ok("GPU-1"), &health));
         assert_eq!((verdict.status, verdict.reason), ("False", "XidCritical"));
-        assert_eq!(
-            verdict.message,
-            "critical Xids 48, 79 on GPU 0000:41:00.0 (GPU-1); it needs a reset or a reboot"
+        assert!(
+            verdict
+                .message
+                .starts_with("GPU 0000:41:00.0 (GPU-1): critical Xid 48 (double-bit ECC error) since"),
+            "{}",
+            verdict.message
         );
-    }
-
-    #[test]
-    fn a_lost_card_is_unhealthy_whether_the_monitor_or_a_query_says_so() {
-        let mut ledger = HealthLedger::default();
-        ledger.record(&HealthEvent {
-            pci_address: card(),
-            kind: HealthEventKind::DeviceLost,
-        });
-        let by_event = hardware_healthy(&card(), queried(Ok("GPU-1"), &ledger));
-        assert_eq!((by_event.status, by_event.reason), ("False", "GPULost"));
+        assert!(verdict.message.contains("Also: critical Xid 79"), "{}", verdict.message);
+        let lost = health_after(&[], HealthReading::lost());
         let error = VendorError::DeviceLost(card());
-        let by_query = hardware_healthy(&card(), queried(Err(&error), &HealthLedger::default()));
-        assert_eq!((by_query.status, by_query.reason), ("False", "GPULost"));
+        let verdict = hardware_healthy(&card(), queried(Err(&error), &lost));
+        assert_eq!((verdict.status, verdict.reason), ("False", "GPULost"));
     }
 
     #[test]
@@ -233,14 +193,15 @@ mod tests {
             },
         );
         assert_eq!((vfio.status, vfio.reason), ("Unknown", "NotOnNvidiaDriver"));
+        let healthy = CardHealth::default();
         let error = VendorError::Failed {
             call: "nvmlDeviceGetUUID".into(),
             reason: "Unknown Error".into(),
         };
-        let failed = hardware_healthy(&card(), queried(Err(&error), &HealthLedger::default()));
+        let failed = hardware_healthy(&card(), queried(Err(&error), &healthy));
         assert_eq!((failed.status, failed.reason), ("Unknown", "NVMLQueryFailed"));
         let gone = VendorError::NotFound(card());
-        let unseen = hardware_healthy(&card(), queried(Err(&gone), &HealthLedger::default()));
+        let unseen = hardware_healthy(&card(), queried(Err(&gone), &healthy));
         assert_eq!((unseen.status, unseen.reason), ("False", "NVMLDeviceNotFound"));
     }
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use controller_plumbing::Backoff;
-use gpu_vendor::{GpuInventory, HealthEvent, HealthMonitor, PciAddress, VendorBackend, VendorError};
+use gpu_vendor::{GpuInventory, HealthEvent, HealthMonitor, HealthReading, PciAddress, VendorBackend, VendorError};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
@@ -34,9 +34,16 @@ pub enum LinkReading {
     },
     Available {
         readings: BTreeMap<PciAddress, Result<GpuInventory, VendorError>>,
+        /// What each card said about its health (a lost card reads `lost`).
+        health: BTreeMap<PciAddress, Result<HealthReading, VendorError>>,
         monitor_problem: Option<String>,
     },
 }
+
+type CardAnswers = (
+    BTreeMap<PciAddress, Result<GpuInventory, VendorError>>,
+    BTreeMap<PciAddress, Result<HealthReading, VendorError>>,
+);
 
 pub struct VendorLink {
     loader: BackendLoader,
@@ -97,16 +104,27 @@ impl VendorLink {
         };
         let backend = Arc::clone(backend);
         let wanted: Vec<PciAddress> = cards.iter().copied().collect();
-        let readings = blocking(move || wanted.iter().map(|card| (*card, backend.inventory(card))).collect()).await;
-        let readings: BTreeMap<PciAddress, Result<GpuInventory, VendorError>> = match readings {
-            Ok(readings) => readings,
-            Err(reason) => BTreeMap::from_iter(cards.iter().map(|card| {
-                let failed = VendorError::Failed {
+        let answers = blocking(move || -> CardAnswers {
+            let readings = wanted.iter().map(|card| (*card, backend.inventory(card))).collect();
+            let health = wanted
+                .iter()
+                .map(|card| (*card, backend.health_reading(card)))
+                .collect();
+            (readings, health)
+        })
+        .await;
+        let (readings, health): CardAnswers = match answers {
+            Ok(answers) => answers,
+            Err(reason) => {
+                let failed = || VendorError::Failed {
                     call: "reading the card".to_owned(),
                     reason: reason.clone(),
                 };
-                (*card, Err(failed))
-            })),
+                (
+                    cards.iter().map(|card| (*card, Err(failed()))).collect(),
+                    cards.iter().map(|card| (*card, Err(failed()))).collect(),
+                )
+            }
         };
         if let Some(lost) = readings
             .values()
@@ -131,6 +149,7 @@ impl VendorLink {
         };
         LinkReading::Available {
             readings,
+            health,
             monitor_problem: monitor_problem.clone(),
         }
     }

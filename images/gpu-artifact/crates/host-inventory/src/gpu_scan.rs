@@ -77,7 +77,11 @@ fn scan_listed(root: &HostRoot, listing: Vec<OsString>, filter: &GpuFilter, ids:
     let gpus = found
         .into_iter()
         .enumerate()
-        .map(|(index, (_, gpu))| PciGpu { index, ..*gpu })
+        .map(|(index, (_, gpu))| PciGpu {
+            index,
+            pcie_root: crate::pcie_root(root, &gpu.address),
+            ..*gpu
+        })
         .collect();
     Scan { gpus, warnings }
 }

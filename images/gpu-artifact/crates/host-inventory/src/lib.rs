@@ -3,7 +3,7 @@
 //!
 //! What it is for: the inventory half of the node agent. [`scan_gpus`]
 //! lists the GPUs (ids, names, bound driver, NUMA node, IOMMU group, index,
-//! model label), [`read_host_facts`] the OS, kernel and bare-metal verdict,
+//! model label, PCIe root complex), [`read_host_facts`] the OS, kernel and bare-metal verdict,
 //! and [`uevent`] says when to look again. [`vfio`] moves a card's PCI
 //! functions to `vfio-pci` and back for the prepare pipeline.
 //!
@@ -11,6 +11,9 @@
 //! anywhere but the sysfs driver-binding files of [`vfio`] (and only when
 //! asked), or touch a host path other than through [`HostRoot`]. It returns
 //! plain data; what becomes a `PhysicalGPU` is the agent's business.
+
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 mod bare_metal;
 mod gpu_filter;
@@ -21,6 +24,7 @@ mod model_label;
 mod pci_address;
 mod pci_gpu;
 mod pci_ids;
+mod pcie_root;
 mod sysfs_attribute;
 pub mod uevent;
 pub mod vfio;
@@ -38,4 +42,5 @@ pub use model_label::model_label;
 pub use pci_address::{PciAddress, PciAddressError};
 pub use pci_gpu::{BoundDriver, PciGpu};
 pub use pci_ids::{PCI_IDS_PATHS, PciIds, PciIdsError};
+pub use pcie_root::pcie_root;
 pub use sysfs_attribute::ScanWarning;

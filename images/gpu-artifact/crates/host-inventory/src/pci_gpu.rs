@@ -36,6 +36,9 @@ pub struct PciGpu {
     pub index: usize,
     /// Normalised model, see [`model_label`].
     pub model_label: String,
+    /// The PCIe root complex, `pci<domain>:<bus>` (see [`crate::pcie_root`]); `None` when sysfs
+    /// does not show one.
+    pub pcie_root: Option<String>,
 }
 
 /// The driver a GPU is bound to, as `currentState.driverType` needs it.
@@ -135,6 +138,7 @@ fn read_required(
         iommu_group,
         index: 0,
         model_label: model_label(device_name, vendor, device),
+        pcie_root: None,
     }))
 }
 

@@ -112,7 +112,9 @@ impl PciIds {
             }
             let text = String::from_utf8_lossy(&line);
             let text = text.trim_end_matches(['\n', '\r']);
-            let body = &text[depth..];
+            // `depth` counts leading tab bytes, which lossy decoding keeps as one-byte characters:
+            // the slice starts on a character boundary within the text.
+            let body = text.get(depth..).unwrap_or_default();
             if body.is_empty() || body.starts_with('#') {
                 continue;
             }
@@ -146,13 +148,11 @@ impl PciIds {
         }
         match split_id(body).and_then(|(id, name)| Some((parse_u16(id)?, name))) {
             Some((vendor, name)) if vendors.contains(&vendor) => {
-                self.vendors.insert(
-                    vendor,
-                    VendorEntry {
-                        name: name.to_string(),
-                        ..Default::default()
-                    },
-                );
+                // A vendor listed twice (a hand-merged file) adds to its first block, never wipes it.
+                self.vendors.entry(vendor).or_insert_with(|| VendorEntry {
+                    name: name.to_string(),
+                    ..Default::default()
+                });
                 Section::KeptVendor(vendor)
             }
             Some(_) => Section::SkippedVendor,

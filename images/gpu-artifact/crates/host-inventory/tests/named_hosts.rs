@@ -33,6 +33,7 @@ fn a30_pcie_is_one_fully_described_gpu() {
             iommu_group: Some(13),
             index: 0,
             model_label: "a30-pcie".into(),
+            pcie_root: Some("pci0000:00".into()),
         }]
     );
 }

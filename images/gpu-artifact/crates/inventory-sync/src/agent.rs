@@ -71,7 +71,7 @@ pub async fn run(
     let selector = format!("{}={}", labels::NODE, config.node_name);
     let watch_trigger = trigger.clone();
     let watch = watcher(gpus.clone(), watcher::Config::default().labels(&selector))
-        .default_backoff()
+        .backoff(controller_plumbing::WatchBackoff::default())
         .reflect(store_writer)
         .for_each(move |event| {
             if let Err(error) = event {
@@ -86,7 +86,7 @@ pub async fn run(
     let events = EventPublisher::new(client.clone(), "gpu-node-agent", Some(config.node_name.clone()));
     let writer = InventoryWriter::new(gpus, identity.clone(), events);
     let mut applied_node_labels = None;
-    let mut retry = Backoff::new(Duration::from_millis(200), Duration::from_secs(30));
+    let mut retry = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
     tokio::select! {
         ready = store.wait_until_ready() => ready?,
         _ = shutdown.cancelled() => return Ok(()),
@@ -125,7 +125,7 @@ pub async fn run(
         .await;
         match outcome {
             Ok((report, kept)) => {
-                retry = Backoff::new(Duration::from_millis(200), Duration::from_secs(30));
+                retry = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
                 readiness.set(READY_GATE, true);
                 metrics.synced(kept.saturating_sub(report.foreign.len()));
                 if !report.wrote_nothing() || !report.foreign.is_empty() {

@@ -113,6 +113,7 @@ fn pci_info(gpu: &PciGpu) -> PciInfo {
         },
         numa_node: gpu.numa_node.map(i64::from),
         iommu_group: gpu.iommu_group.map(i64::from),
+        pcie_root: gpu.pcie_root.clone(),
     }
 }
 

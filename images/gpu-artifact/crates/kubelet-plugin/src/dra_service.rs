@@ -88,7 +88,8 @@ impl<P: ClaimPreparer> DraService<P> {
 }
 
 /// Runs `call` for every claim concurrently (the preparer serialises what must be serial) and
-/// logs each outcome; a claim missing a field gets that error without reaching the preparer.
+/// logs each outcome; a claim with a missing or malformed field gets that error without reaching
+/// the preparer. A UID named twice is handled once: the answer is keyed by UID.
 async fn each_claim<T, F>(
     claims: Vec<ClaimRef>,
     call: impl Fn(ClaimRef) -> F,
@@ -98,8 +99,13 @@ where
     F: Future<Output = Result<T, String>>,
 {
     let (call, log) = (&call, &log);
-    let outcomes = join_all(claims.into_iter().map(|claim| async move {
-        let outcome = match missing_field(&claim) {
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<ClaimRef> = claims
+        .into_iter()
+        .filter(|claim| seen.insert(claim.uid.clone()))
+        .collect();
+    let outcomes = join_all(distinct.into_iter().map(|claim| async move {
+        let outcome = match bad_field(&claim) {
             Some(error) => Err(error),
             None => call(claim.clone()).await,
         };
@@ -110,9 +116,11 @@ where
     outcomes.into_iter().collect()
 }
 
-/// The kubelet always sends all three fields; a call without one is answered per claim rather
-/// than handed to the preparer with a reference it cannot resolve.
-fn missing_field(claim: &ClaimRef) -> Option<String> {
+/// The kubelet always sends the claim's namespace, name and UID as the API server has them; a call
+/// whose fields are missing or could not name a Kubernetes object is answered per claim rather than
+/// handed to the preparer, which builds file names from the UID (a `/` or `..` must never reach a
+/// path).
+fn bad_field(claim: &ClaimRef) -> Option<String> {
     let missing: Vec<&str> = [
         ("namespace", &claim.namespace),
         ("name", &claim.name),
@@ -122,23 +130,92 @@ fn missing_field(claim: &ClaimRef) -> Option<String> {
     .filter(|(_, value)| value.is_empty())
     .map(|(field, _)| field)
     .collect();
-    (!missing.is_empty()).then(|| format!("claim {claim}: the request has no {}", missing.join(", ")))
+    if !missing.is_empty() {
+        return Some(format!(
+            "claim {}: the request has no {}",
+            shown(claim),
+            missing.join(", ")
+        ));
+    }
+    let problem = if !is_uid(&claim.uid) {
+        "uid is not a Kubernetes UID (letters, digits and '-', at most 128)"
+    } else if !is_dns_label(&claim.namespace) {
+        "namespace is not a DNS label"
+    } else if !is_dns_subdomain(&claim.name) {
+        "name is not a DNS subdomain"
+    } else {
+        return None;
+    };
+    Some(format!("claim {}: the request's {problem}", shown(claim)))
 }
 
+/// `namespace/name (uid)` with each part cut to 64 characters, so a huge field makes a short message.
+fn shown(claim: &ClaimRef) -> String {
+    // As written when it is a plain name (or empty), quoted otherwise, cut to 64 characters.
+    let cut = |text: &str| -> String {
+        let plain = text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+        let mut chars = text.chars();
+        let head: String = chars.by_ref().take(64).collect();
+        match (plain, chars.next().is_some()) {
+            (true, false) => head,
+            (_, false) => format!("{head:?}"),
+            (_, true) => format!("{head:?}…"),
+        }
+    };
+    format!("{}/{} ({})", cut(&claim.namespace), cut(&claim.name), cut(&claim.uid))
+}
+
+fn is_uid(uid: &str) -> bool {
+    (1..=128).contains(&uid.len()) && uid.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
+fn is_dns_label(text: &str) -> bool {
+    (1..=63).contains(&text.len())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
+fn is_dns_subdomain(text: &str) -> bool {
+    (1..=253).contains(&text.len()) && text.split('.').all(is_dns_label)
+}
+
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn claim(namespace: &str, name: &str, uid: &str) -> ClaimRef {
+        ClaimRef {
+            namespace: namespace.into(),
+            name: name.into(),
+            uid: uid.into(),
+        }
+    }
+
     #[test]
     fn a_claim_without_uid_is_named_in_the_error() {
-        let claim = ClaimRef {
-            namespace: "default".into(),
-            name: "train".into(),
-            uid: String::new(),
-        };
         assert_eq!(
-            missing_field(&claim).as_deref(),
+            bad_field(&claim("default", "train", "")).as_deref(),
             Some("claim default/train (): the request has no uid")
         );
+    }
+
+    #[test]
+    fn a_uid_that_could_reach_a_path_never_reaches_the_preparer() {
+        for uid in ["../../etc", "a/b", ".."] {
+            let error = bad_field(&claim("default", "train", uid)).unwrap();
+            assert!(
+                error.ends_with("the request's uid is not a Kubernetes UID (letters, digits and '-', at most 128)"),
+                "{error}"
+            );
+        }
+        let fine = claim("default", "train.v1", "0f3a1c2e-6b7d-4e5f-8a9b-0c1d2e3f4a5b");
+        assert_eq!(bad_field(&fine), None);
     }
 }

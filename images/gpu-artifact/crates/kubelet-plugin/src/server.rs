@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use component_base::Shutdown;
 use kubelet_plugin_api::registration::registration_server::RegistrationServer;
-use kubelet_plugin_api::{dra_v1, dra_v1beta1};
+use kubelet_plugin_api::{dra_health_v1, dra_health_v1alpha1, dra_health_v1beta1, dra_v1, dra_v1beta1};
 use tokio::net::UnixListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -16,6 +16,7 @@ use tonic::transport::server::Router;
 
 use crate::config::PluginConfig;
 use crate::dra_service::DraService;
+use crate::health_service::{HealthFeed, HealthService};
 use crate::preparer::ClaimPreparer;
 use crate::registration::RegistrationService;
 use crate::socket::{BoundSocket, SocketError};
@@ -37,6 +38,17 @@ impl PluginServer {
         preparer: Arc<P>,
         shutdown: Shutdown,
     ) -> Result<Self, SocketError> {
+        Self::start_with_health(config, preparer, None, shutdown).await
+    }
+
+    /// [`Self::start`], also serving the DRA health service (v1alpha1, v1beta1, v1) on the DRA
+    /// socket from `health` and advertising it at registration.
+    pub async fn start_with_health<P: ClaimPreparer>(
+        config: PluginConfig,
+        preparer: Arc<P>,
+        health: Option<HealthFeed>,
+        shutdown: Shutdown,
+    ) -> Result<Self, SocketError> {
         let dra_socket = config.dra_socket();
         let registration_socket = config.registration_socket();
 
@@ -54,13 +66,34 @@ impl PluginServer {
         };
 
         let service = DraService::new(preparer);
+        let health_service = health.map(|feed| HealthService::new(feed, shutdown.clone()));
         let dra_router = Server::builder()
             .add_service(dra_v1::dra_plugin_server::DraPluginServer::new(service.clone()))
-            .add_service(dra_v1beta1::dra_plugin_server::DraPluginServer::new(service));
+            .add_service(dra_v1beta1::dra_plugin_server::DraPluginServer::new(service))
+            .add_optional_service(
+                health_service
+                    .clone()
+                    .map(dra_health_v1::dra_resource_health_server::DraResourceHealthServer::new),
+            )
+            .add_optional_service(
+                health_service
+                    .clone()
+                    .map(dra_health_v1beta1::dra_resource_health_server::DraResourceHealthServer::new),
+            )
+            .add_optional_service(
+                health_service
+                    .clone()
+                    .map(dra_health_v1alpha1::dra_resource_health_server::DraResourceHealthServer::new),
+            );
         let dra_server = serve("DRA", dra_router, dra_listener, dra_bound, shutdown.clone());
 
         let (registered_tx, registered) = watch::channel(false);
-        let registration = RegistrationService::new(&config.driver_name, &dra_socket.to_string_lossy(), registered_tx);
+        let registration = RegistrationService::new(
+            &config.driver_name,
+            &dra_socket.to_string_lossy(),
+            health_service.is_some(),
+            registered_tx,
+        );
         let registration_router = Server::builder().add_service(RegistrationServer::new(registration));
         let registration_server = serve(
             "registration",

@@ -19,10 +19,10 @@ const MAX_NAME_LEN: usize = 63;
 /// The nodes every CUDA container needs besides its card.
 const CONTROL_NODES: [&str; 3] = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"];
 
-/// Where a container finds its card's MPS pipes and logs: the MPS defaults
-/// (what a client uses when the variables are unset).
+/// Where a container finds its card's MPS pipes: the MPS default (what a client uses when the
+/// variable is unset). The daemon's log directory is never given to a container: clients do not
+/// write it, and a tenant must not read or fill another tenant's log.
 pub(crate) const MPS_PIPE_IN_CONTAINER: &str = "/tmp/nvidia-mps";
-pub(crate) const MPS_LOG_IN_CONTAINER: &str = "/var/log/nvidia-mps";
 
 /// Where a container finds a VFIO claim's QEMU hook payload: `<dir>/<claimUID>.json`.
 pub const VFIO_PAYLOAD_CONTAINER_DIR: &str = "/var/run/gpu.deckhouse.io/vfio";
@@ -69,18 +69,15 @@ impl ContainerEdits {
         }
     }
 
-    /// An MPS client of the card's daemon, whose pipe, log and shared-memory directories are on the
-    /// host at `pipe_dir`, `log_dir` and `shm_dir`, limited to `active_thread_percentage` of the card.
-    pub fn with_mps(mut self, pipe_dir: &str, log_dir: &str, shm_dir: &str, active_thread_percentage: u32) -> Self {
+    /// An MPS client of the card's daemon, whose pipe and shared-memory directories are on the host
+    /// at `pipe_dir` and `shm_dir`, limited to `active_thread_percentage` of the card.
+    pub fn with_mps(mut self, pipe_dir: &str, shm_dir: &str, active_thread_percentage: u32) -> Self {
         self.env.extend([
             format!("CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_IN_CONTAINER}"),
-            format!("CUDA_MPS_LOG_DIRECTORY={MPS_LOG_IN_CONTAINER}"),
             format!("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={active_thread_percentage}"),
         ]);
         self.mounts
             .push((pipe_dir.to_owned(), MPS_PIPE_IN_CONTAINER.to_owned(), false));
-        self.mounts
-            .push((log_dir.to_owned(), MPS_LOG_IN_CONTAINER.to_owned(), false));
         // The daemon's /dev/shm: clients and daemon meet in it.
         self.mounts.push((shm_dir.to_owned(), "/dev/shm".to_owned(), false));
         self
@@ -191,11 +188,14 @@ pub(crate) fn spec(claim_uid: &str, devices: &[CdiDevice], claim_edits: Option<&
             })
         })
         .collect();
-    let mut spec = json!({ "cdiVersion": CDI_VERSION, "kind": CDI_KIND, "devices": devices });
+    let mut spec = serde_json::Map::new();
+    spec.insert("cdiVersion".into(), json!(CDI_VERSION));
+    spec.insert("kind".into(), json!(CDI_KIND));
+    spec.insert("devices".into(), Value::Array(devices));
     if let Some(edits) = claim_edits {
-        spec["containerEdits"] = edits.to_json();
+        spec.insert("containerEdits".into(), edits.to_json());
     }
-    spec
+    Value::Object(spec)
 }
 
 #[cfg(test)]

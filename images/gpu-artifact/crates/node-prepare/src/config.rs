@@ -33,8 +33,8 @@ pub struct NodePrepareConfig {
     pub mps_control: PathBuf,
     /// How long one run of `nvidia-smi` or `nvidia-cuda-mps-control` may take.
     pub tool_timeout: Duration,
-    /// How long the kernel may take to show a PCI function's new driver
-    /// after an unbind or bind (VFIO).
+    /// How long one sysfs driver write may block and the kernel may take to show a PCI function's
+    /// new driver after an unbind or bind (VFIO).
     pub vfio_bind_timeout: Duration,
     /// The driver's libraries and tools every GPU container gets (mounts and the ld cache hook);
     /// `None`: device nodes and environment only.
@@ -43,13 +43,17 @@ pub struct NodePrepareConfig {
     /// as its `/dev/shm`: `<launcher> mps-namespace <shm dir> -- <mps_control> ...`. `None`: the
     /// daemon runs as it is, and the directory is a plain one (simulated nodes).
     pub mps_launcher: Option<PathBuf>,
+    /// How long one vendor library call (NVML: MIG mode, instance create and destroy) may take.
+    pub vendor_call_timeout: Duration,
 }
 
 impl NodePrepareConfig {
     /// The production layout below `host_root`: plugin dir
     /// `var/lib/kubelet/plugins/gpu.deckhouse.io`, CDI dir `var/run/cdi`,
     /// a 10 s lock timeout, `nvidia-smi` and `nvidia-cuda-mps-control` from
-    /// `PATH` with 30 s each, 10 s for a driver (un)bind.
+    /// `PATH` with 5 s each, 5 s for a driver write and (un)bind, 8 s for a
+    /// vendor call: every call that can block ends inside the lock's wait,
+    /// so a hung kernel or tool never keeps the node lock ([`Self::check_bounds`]).
     pub fn new(node_name: impl Into<String>, host_root: impl Into<PathBuf>) -> Self {
         let host_root = host_root.into();
         NodePrepareConfig {
@@ -60,11 +64,31 @@ impl NodePrepareConfig {
             lock_timeout: Duration::from_secs(10),
             nvidia_smi: PathBuf::from("nvidia-smi"),
             mps_control: PathBuf::from("nvidia-cuda-mps-control"),
-            tool_timeout: Duration::from_secs(30),
-            vfio_bind_timeout: Duration::from_secs(10),
+            tool_timeout: Duration::from_secs(5),
+            vfio_bind_timeout: Duration::from_secs(5),
+            vendor_call_timeout: Duration::from_secs(8),
             driver: None,
             mps_launcher: None,
         }
+    }
+
+    /// Every bound on a call that can block is shorter than the node lock's wait, so a caller
+    /// waiting for the lock outlives a holder stuck in one call; an error names the bound.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        let bounds = [
+            ("tool_timeout", self.tool_timeout),
+            ("vfio_bind_timeout", self.vfio_bind_timeout),
+            ("vendor_call_timeout", self.vendor_call_timeout),
+        ];
+        for (name, bound) in bounds {
+            if bound.is_zero() || bound >= self.lock_timeout {
+                return Err(format!(
+                    "{name} is {bound:?}; it must be above zero and below the node lock's wait ({:?})",
+                    self.lock_timeout
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The node's ResourceSlice pool (architecture section 4).
@@ -126,6 +150,18 @@ impl NodePrepareConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_blocking_call_ends_inside_the_lock_wait() {
+        let config = NodePrepareConfig::new("w1", "/");
+        config.check_bounds().unwrap();
+        let slow = NodePrepareConfig {
+            tool_timeout: Duration::from_secs(30),
+            ..config
+        };
+        let error = slow.check_bounds().unwrap_err();
+        assert!(error.starts_with("tool_timeout is 30s"), "{error}");
+    }
 
     #[test]
     fn every_path_lives_under_the_host_root() {

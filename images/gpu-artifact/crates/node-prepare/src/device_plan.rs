@@ -35,7 +35,8 @@ pub(crate) fn plan_devices(request: &PrepareRequest) -> Result<Vec<DevicePlan>, 
 
 fn plan_device(device: &AllocatedDevice, vfio_annotation: bool) -> Result<DevicePlan, String> {
     let config = device.config.as_ref();
-    let vfio = vfio_annotation || matches!(config, Some(OpaqueConfig::VfioDeviceConfig(_)));
+    let vfio_config = matches!(config, Some(OpaqueConfig::VfioDeviceConfig(_)));
+    let vfio = vfio_annotation || vfio_config;
     match &device.target {
         OfferedDevice::SharedPhysical { strategy, .. } => {
             if vfio {
@@ -45,6 +46,18 @@ fn plan_device(device: &AllocatedDevice, vfio_annotation: bool) -> Result<Device
                 ));
             }
             plan_share(device, *strategy)
+        }
+        OfferedDevice::Physical { .. } if vfio && !device.vfio_allowed => {
+            let asked_by = if vfio_config {
+                "the claim's VfioDeviceConfig"
+            } else {
+                "the Pod annotation gpu.deckhouse.io/vfio"
+            };
+            Err(format!(
+                "VFIO passthrough (asked by {asked_by}) is an admin's decision: it is allowed only through a \
+                 DeviceClass that carries a VfioDeviceConfig, and the class of request {} does not",
+                device.request
+            ))
         }
         OfferedDevice::Physical { .. } => match config {
             None | Some(OpaqueConfig::VfioDeviceConfig(_)) => Ok(DevicePlan {

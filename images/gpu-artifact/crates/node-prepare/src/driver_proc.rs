@@ -18,13 +18,17 @@ const MIG_MINORS: &str = "/proc/driver/nvidia-caps/mig-minors";
 pub(crate) fn card_minor(config: &NodePrepareConfig, card: &PciAddress) -> Result<u32, PrepareError> {
     let path = config.host_path(format!("/proc/driver/nvidia/gpus/{card}/information"));
     let text = read(&path)?;
+    parse_device_minor(&text).ok_or_else(|| PrepareError::HostFile {
+        path,
+        reason: "no readable `Device Minor:` line".into(),
+    })
+}
+
+/// The number of the first `Device Minor:` line.
+pub(crate) fn parse_device_minor(text: &str) -> Option<u32> {
     text.lines()
         .find_map(|line| line.strip_prefix("Device Minor:"))
         .and_then(|value| value.trim().parse().ok())
-        .ok_or_else(|| PrepareError::HostFile {
-            path,
-            reason: "no readable `Device Minor:` line".into(),
-        })
 }
 
 /// The capability minors of GPU instance `gi` and its compute instance `ci`
@@ -37,6 +41,12 @@ pub(crate) fn mig_capability_minors(
 ) -> Result<(u32, u32), PrepareError> {
     let path = config.host_path(MIG_MINORS);
     let text = read(&path)?;
+    parse_mig_minors(&text, card_minor, gi, ci).map_err(|reason| PrepareError::HostFile { path, reason })
+}
+
+/// The minors of `gpu<card>/gi<gi>/access` and `gpu<card>/gi<gi>/ci<ci>/access` in the text of
+/// `mig-minors` (`<name> <minor>` a line); the reason names the entry that is missing or unreadable.
+pub(crate) fn parse_mig_minors(text: &str, card_minor: u32, gi: u32, ci: u32) -> Result<(u32, u32), String> {
     let gi_key = format!("gpu{card_minor}/gi{gi}/access");
     let ci_key = format!("gpu{card_minor}/gi{gi}/ci{ci}/access");
     let find = |key: &str| {
@@ -44,10 +54,7 @@ pub(crate) fn mig_capability_minors(
             .filter_map(|line| line.split_once(' '))
             .find(|(name, _)| *name == key)
             .and_then(|(_, minor)| minor.trim().parse().ok())
-            .ok_or_else(|| PrepareError::HostFile {
-                path: path.clone(),
-                reason: format!("no minor for {key}"),
-            })
+            .ok_or_else(|| format!("no minor for {key}"))
     };
     Ok((find(&gi_key)?, find(&ci_key)?))
 }
@@ -56,6 +63,8 @@ fn read(path: &Path) -> Result<String, PrepareError> {
     fs::read_to_string(path).map_err(PrepareError::io("read", path))
 }
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests {
     use super::*;

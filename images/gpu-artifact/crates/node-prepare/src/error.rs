@@ -46,9 +46,31 @@ pub enum PrepareError {
         card: String,
         source: Box<host_inventory::vfio::VfioError>,
     },
+    /// A MIG mode change stayed pending: another client holds the card. The change was taken back;
+    /// the kubelet retries, and the handler pauses its own DCGM on the node meanwhile.
+    #[error(
+        "claim {claim}: device {device}: card {card}: turning MIG mode {} stayed pending because the card is \
+         held: {holders}; the change was taken back and is retried with the kubelet's next attempt (the module's \
+         DCGM on this node is paused meanwhile)",
+        on_off(.enable)
+    )]
+    MigModePending {
+        claim: String,
+        device: String,
+        card: String,
+        enable: bool,
+        holders: String,
+    },
+    /// A test asked a fault point to fail (`GPU_HANDLER_FAULT_POINT=<point>=fail`); never in production.
+    #[error("fault point {point} failed on purpose (test)")]
+    Injected { point: String },
     /// A vendor call failed outside a claim (reconciliation, card inspection).
     #[error("GPU {card}: {source}")]
     Card { card: String, source: VendorError },
+}
+
+fn on_off(enable: &bool) -> &'static str {
+    if *enable { "on" } else { "off" }
 }
 
 impl PrepareError {

@@ -15,10 +15,10 @@
 //!   `<nvidia_smi> compute-policy -i <uuid> --set-timeslice <0..3>`, the last
 //!   one to leave sets 0 (Default) again. MPS: one control daemon per card
 //!   (`<mps_control> -d`, stopped with `quit`; pipe and log directories
-//!   `<plugin_dir>/mps/<pci address>/{pipe,log}`), and each container gets
-//!   `CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps`,
-//!   `CUDA_MPS_LOG_DIRECTORY=/var/log/nvidia-mps` (both mounted from the
-//!   card's directories) and `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` (the
+//!   `<plugin_dir>/mps/<pci address>/{pipe,log}`; supervised: started again
+//!   when it dies), and each container gets
+//!   `CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps` (the card's pipe directory,
+//!   never its log directory) and `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` (the
 //!   config's `defaultActiveThreadPercentage`, else the share's sharePercent);
 //! - a card for a virtual machine (a `VfioDeviceConfig`, or a Pod annotated
 //!   `gpu.deckhouse.io/vfio: "true"`; exclusive whole cards on bare metal
@@ -55,7 +55,11 @@
 //! Kubernetes API (the caller resolves claims and Pods) nor change a card's
 //! mode, sharing or driver without a claim asking for it (invariant 4).
 
+// Outside input never panics the product code: no unwrap, expect or indexing (tests may; clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 mod atomic_file;
+mod bounded_vendor;
 mod card_mode;
 mod cdi_spec;
 mod checkpoint;
@@ -92,7 +96,7 @@ pub use config::{CDI_KIND, NodePrepareConfig};
 pub use driver_files::DriverFiles;
 pub use mps_namespace::{MPS_NAMESPACE_COMMAND, exec_in_mps_namespace};
 pub use error::PrepareError;
-pub use fault_point::FAULT_POINT_ENV;
+pub use fault_point::{FAULT_POINT_ENV, FAULT_REACHED_ENV, fault_points};
 pub use preparer::NodePreparer;
 pub use reconcile::ReconcileReport;
 pub use request::{AllocatedDevice, PrepareRequest, ReservedPod};

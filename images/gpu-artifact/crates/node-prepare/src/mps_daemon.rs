@@ -1,18 +1,27 @@
 //! One MPS control daemon per card, run through the configured
 //! `nvidia-cuda-mps-control`: `-d` starts it, `quit` on its standard input
-//! stops it, both with `CUDA_VISIBLE_DEVICES=<card uuid>`,
+//! stops it, `get_server_list` on its standard input answers only while it
+//! runs; each with `CUDA_VISIBLE_DEVICES=<card uuid>`,
 //! `CUDA_MPS_PIPE_DIRECTORY=<plugin dir>/mps/<card>/pipe` and
 //! `CUDA_MPS_LOG_DIRECTORY=<plugin dir>/mps/<card>/log`.
 //!
-//! The card's directory `<plugin dir>/mps/<card>` is the record that a daemon
-//! may run: it is made before the start and removed after the stop, so
-//! reconciliation finds a daemon that no recorded share needs any more. A
-//! `quit` that fails does not keep the directory: the daemon is gone already
-//! (a reboot, a crash after an earlier `quit`), and a daemon that somehow
-//! survived makes the next start fail loudly instead of being reused.
+//! The card's directory `<plugin dir>/mps/<card>` says a daemon *should* run:
+//! it is made before the start and removed after the stop. Whether one *does*
+//! run is asked of the daemon itself (`get_server_list`), never read from the
+//! directory: the daemon lives in the handler's container and dies with it, and
+//! a leftover directory must not pass for a running daemon. Supervision
+//! ([`supervise_mps_daemons`], at start and periodically) starts the daemon of
+//! every card with a prepared MPS share again when it is gone, and stops the
+//! daemons no share needs. A `quit` that fails does not keep the directory:
+//! the daemon is gone already.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
+use dra_offers::OfferedDevice;
+use gpu_api::opaque_config::SharingStrategy;
+
+use crate::checkpoint::{CheckpointData, ClaimState};
 use crate::config::NodePrepareConfig;
 use crate::error::PrepareError;
 use crate::host_tool::ToolRun;
@@ -20,10 +29,22 @@ use crate::host_tool::ToolRun;
 /// Holds the card UUID the daemon was started for, so a stop after a crash uses the same environment.
 const VISIBLE_DEVICES_FILE: &str = "visible-devices";
 
-/// Starts the card's daemon unless its directory says one runs. Returns whether it started one.
+/// What supervision did for one card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MpsOutcome {
+    /// The daemon a share needs answered.
+    Running,
+    /// The daemon a share needs was gone and was started again.
+    Restarted,
+    /// No share needs the card's daemon: stopped, its directory removed.
+    Stopped,
+}
+
+/// Makes sure the card's daemon runs; returns whether this call started one (first start, or
+/// again after it died).
 pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &str) -> Result<bool, PrepareError> {
     let dir = config.mps_dir(card);
-    if dir.exists() {
+    if dir.exists() && daemon_answers(config, card, uuid) {
         return Ok(false);
     }
     for made in [config.mps_pipe_dir(card), config.mps_log_dir(card), config.mps_shm_dir(card)] {
@@ -57,8 +78,8 @@ pub(crate) fn stop_mps_daemon(config: &NodePrepareConfig, card: &str) -> Result<
     if !dir.exists() {
         return Ok(false);
     }
-    let uuid = fs::read_to_string(dir.join(VISIBLE_DEVICES_FILE)).unwrap_or_default();
-    let stopped = match control(config, card, uuid.trim(), Vec::new(), Some("quit\n"), false).run(config.tool_timeout) {
+    let uuid = recorded_uuid(config, card);
+    let stopped = match control(config, card, &uuid, Vec::new(), Some("quit\n"), false).run(config.tool_timeout) {
         Ok(()) => {
             tracing::info!(%card, "stopped the card's MPS control daemon");
             true
@@ -73,8 +94,69 @@ pub(crate) fn stop_mps_daemon(config: &NodePrepareConfig, card: &str) -> Result<
     Ok(stopped)
 }
 
-/// The cards whose MPS directory exists (a daemon may run for them).
-pub(crate) fn cards_with_daemon_dirs(config: &NodePrepareConfig) -> Vec<String> {
+/// Whether the card's daemon answers `get_server_list` (a dead daemon leaves nobody to answer).
+fn daemon_answers(config: &NodePrepareConfig, card: &str, uuid: &str) -> bool {
+    control(config, card, uuid, Vec::new(), Some("get_server_list\n"), false)
+        .run(config.tool_timeout)
+        .is_ok()
+}
+
+fn recorded_uuid(config: &NodePrepareConfig, card: &str) -> String {
+    let path = config.mps_dir(card).join(VISIBLE_DEVICES_FILE);
+    fs::read_to_string(path).unwrap_or_default().trim().to_owned()
+}
+
+/// Brings every card's daemon in line with the checkpoint: a card with a prepared MPS share has
+/// one that answers, a card without has none. Cards with a share still `PrepareStarted` are left
+/// to the rollback of that claim.
+pub(crate) fn supervise_mps_daemons(
+    config: &NodePrepareConfig,
+    data: &CheckpointData,
+) -> Vec<(String, Result<MpsOutcome, PrepareError>)> {
+    let mut needed = BTreeMap::new();
+    let mut in_flight = BTreeSet::new();
+    for claim in data.claims.values() {
+        for device in &claim.devices {
+            let (Some(sharing), OfferedDevice::SharedPhysical { pci_address, uuid, .. }) =
+                (&device.sharing, &device.target)
+            else {
+                continue;
+            };
+            if sharing.strategy != SharingStrategy::Mps {
+                continue;
+            }
+            match claim.state {
+                ClaimState::PrepareCompleted => {
+                    needed.insert(pci_address.to_string(), uuid.clone());
+                }
+                ClaimState::PrepareStarted => {
+                    in_flight.insert(pci_address.to_string());
+                }
+            }
+        }
+    }
+    let mut outcomes = Vec::new();
+    for (card, uuid) in &needed {
+        let outcome = if config.mps_dir(card).exists() && daemon_answers(config, card, uuid) {
+            Ok(MpsOutcome::Running)
+        } else {
+            tracing::warn!(%card, "the MPS control daemon of a card with prepared MPS shares is not running; starting it again");
+            start_mps_daemon(config, card, uuid).map(|_| MpsOutcome::Restarted)
+        };
+        outcomes.push((card.clone(), outcome));
+    }
+    for card in cards_with_daemon_dirs(config) {
+        if needed.contains_key(&card) || in_flight.contains(&card) {
+            continue;
+        }
+        let outcome = stop_mps_daemon(config, &card).map(|_| MpsOutcome::Stopped);
+        outcomes.push((card, outcome));
+    }
+    outcomes
+}
+
+/// The cards whose MPS directory exists (a daemon should run for them).
+fn cards_with_daemon_dirs(config: &NodePrepareConfig) -> Vec<String> {
     let Ok(entries) = fs::read_dir(config.plugin_dir.join("mps")) else {
         return Vec::new();
     };

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use gpu_vendor::VendorBackend;
 use kubelet_plugin::{ClaimRef, PreparedDevice};
 
+use crate::bounded_vendor::BoundedVendor;
 use crate::checkpoint::{CheckpointClaim, CheckpointData, CheckpointStore};
 use crate::config::NodePrepareConfig;
 use crate::error::PrepareError;
@@ -14,7 +15,7 @@ use crate::node_lock;
 use crate::rebooted::forget_rebooted_claims;
 use crate::request::PrepareRequest;
 use crate::steps::{PREPARE_STEPS, PrepareRun, run_steps};
-use crate::teardown::tear_down_claim;
+use crate::teardown::{UNPREPARE, tear_down_claim};
 
 /// Prepares and unprepares claims on this node.
 pub struct NodePreparer {
@@ -24,8 +25,11 @@ pub struct NodePreparer {
 }
 
 impl NodePreparer {
+    /// The preparer of the node `config` describes; every vendor call it makes is bounded by
+    /// `config.vendor_call_timeout`.
     pub fn new(config: NodePrepareConfig, backend: Arc<dyn VendorBackend>) -> Self {
         let store = CheckpointStore::new(config.checkpoint_path(), config.boot_id_path());
+        let backend = Arc::new(BoundedVendor::new(backend, config.vendor_call_timeout));
         NodePreparer { config, backend, store }
     }
 
@@ -46,13 +50,18 @@ impl NodePreparer {
     pub fn unprepare(&self, claim: &ClaimRef) -> Result<(), PrepareError> {
         let _lock = node_lock::acquire(&self.config.lock_path(), self.config.lock_timeout)?;
         let (mut data, _) = self.load_current()?;
-        let Some(entry) = data.claims.get(&claim.uid).cloned() else {
+        if !data.claims.contains_key(&claim.uid) {
             return Ok(());
-        };
-        tear_down_claim(&self.config, self.backend.as_ref(), &data, &claim.uid, &entry)?;
-        data.claims.remove(&claim.uid);
-        self.store.save(&data)?;
-        tracing::info!(claim = %entry.label(), "unprepared");
+        }
+        tear_down_claim(
+            &self.config,
+            self.backend.as_ref(),
+            &self.store,
+            &mut data,
+            &claim.uid,
+            UNPREPARE,
+        )?;
+        tracing::info!(claim = %claim, "unprepared");
         Ok(())
     }
 

@@ -40,6 +40,9 @@ pub struct AllocatedDevice {
     /// The opaque config that applies to this device's request (class configs, then claim configs;
     /// the later wins), already decoded strictly.
     pub config: Option<OpaqueConfig>,
+    /// The DeviceClass of the request carries a `VfioDeviceConfig`: only then may the device go to
+    /// vfio-pci (by that config, the claim's own one or the Pod annotation).
+    pub vfio_allowed: bool,
     pub target: OfferedDevice,
 }
 

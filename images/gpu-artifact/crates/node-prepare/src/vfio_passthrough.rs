@@ -1,38 +1,82 @@
 //! A whole card handed to vfio-pci for a virtual machine: which functions
-//! move (every function of the card's IOMMU group but bridges), moving them
-//! and giving them back, and the QEMU hook payload of the claim.
+//! move (the card's own: itself and its vendor's audio, USB and serial
+//! functions of its slot; see `host_inventory::vfio::split_group`), moving them
+//! and giving them back, and the QEMU hook payload of the claim. A card whose
+//! IOMMU group holds any other device is refused: passthrough would take that
+//! device (a network card, a disk) from the host.
 
 use std::time::Duration;
 
-use host_inventory::HostRoot;
-use host_inventory::vfio::{self, VfioError};
+use host_inventory::vfio::{self, PciFunction, VfioError};
+use host_inventory::{HostRoot, PciIds};
 use serde_json::json;
 
 use crate::checkpoint::{VfioFunctionRecord, VfioRecord};
-use crate::fault_point::fault_point;
 use crate::request::{AllocatedDevice, PrepareRequest};
 
-/// The card's IOMMU group and what each of its functions is bound to now.
-pub(crate) fn plan_passthrough(root: &HostRoot, card: &str) -> Result<VfioRecord, VfioError> {
+/// What passthrough of a card would do.
+pub(crate) enum PassthroughPlan {
+    /// The card's IOMMU group and what each of its own functions is bound to now.
+    Ready(VfioRecord),
+    /// The group holds devices that are not the card's: their description.
+    Refused { iommu_group: u32, foreign: String },
+}
+
+/// The plan for the card at `card`.
+pub(crate) fn plan_passthrough(root: &HostRoot, card: &str) -> Result<PassthroughPlan, VfioError> {
     let iommu_group = vfio::iommu_group(root, card)?;
-    let functions = vfio::group_functions(root, iommu_group)?
+    let card_function = vfio::read_function(root, card)?;
+    let split = vfio::split_group(&card_function, vfio::group_functions(root, iommu_group)?);
+    if !split.foreign.is_empty() {
+        return Ok(PassthroughPlan::Refused {
+            iommu_group,
+            foreign: describe(root, &split.foreign),
+        });
+    }
+    let functions = split
+        .own
         .into_iter()
-        .filter(|function| !function.is_bridge())
         .map(|function| VfioFunctionRecord {
             address: function.address,
             original_driver: function.driver,
         })
         .collect();
-    Ok(VfioRecord { iommu_group, functions })
+    Ok(PassthroughPlan::Ready(VfioRecord { iommu_group, functions }))
 }
 
-/// Moves every recorded function to vfio-pci and checks that QEMU can open the group.
-pub(crate) fn move_to_vfio(root: &HostRoot, record: &VfioRecord, timeout: Duration) -> Result<(), VfioError> {
-    for function in &record.functions {
-        vfio::bind_to_vfio(root, &function.address, timeout)?;
-        fault_point("after-vfio-function-moved");
-    }
-    vfio::check_group_viable(root, record.iommu_group)
+/// `0000:02:00.0 Intel Corporation I350 Gigabit Network Connection (8086:1521, Ethernet controller,
+/// bound to igb)`; names from the host's pci.ids where it has them.
+fn describe(root: &HostRoot, functions: &[PciFunction]) -> String {
+    let vendors: Vec<u16> = functions.iter().map(|f| f.vendor_id).collect();
+    let names = PciIds::load(root, &vendors).ok();
+    let listed: Vec<String> = functions
+        .iter()
+        .map(|f| {
+            let ids = format!("{:04x}:{:04x}", f.vendor_id, f.device_id);
+            let class = u16::try_from(f.class >> 8).unwrap_or_default();
+            let name = names.as_ref().and_then(|n| {
+                let vendor = n.vendor_name(f.vendor_id)?;
+                Some(match n.device_name(f.vendor_id, f.device_id) {
+                    Some(device) => format!(" {vendor} {device}"),
+                    None => format!(" {vendor}"),
+                })
+            });
+            let class_name = names
+                .as_ref()
+                .and_then(|n| n.class_name(class))
+                .map_or_else(|| format!("class {:06x}", f.class), str::to_owned);
+            let driver = f
+                .driver
+                .as_deref()
+                .map_or("unbound".to_owned(), |d| format!("bound to {d}"));
+            format!(
+                "{}{} ({ids}, {class_name}, {driver})",
+                f.address,
+                name.unwrap_or_default()
+            )
+        })
+        .collect();
+    listed.join(", ")
 }
 
 /// Binds every recorded function back to the driver it had (in reverse

@@ -151,6 +151,7 @@ fn an_instance_in_use_keeps_the_claim_recorded_for_the_next_attempt() {
         used_gpu_memory_bytes: 1 << 30,
         gpu_instance_id: Some(gi.id),
         compute_instance_id: Some(gi.compute_instances[0].id),
+        name: None,
     };
     node.mock.state().add_process(support::A30_ADDRESS, process).unwrap();
 
@@ -175,6 +176,7 @@ fn a_card_busy_with_processes_is_not_switched_to_mig() {
         used_gpu_memory_bytes: 1 << 30,
         gpu_instance_id: None,
         compute_instance_id: None,
+        name: None,
     };
     node.mock.state().add_process(support::A30_ADDRESS, process).unwrap();
     let error = node
@@ -182,11 +184,71 @@ fn a_card_busy_with_processes_is_not_switched_to_mig() {
         .prepare(&mig_request("uid-a", &[0]))
         .unwrap_err()
         .to_string();
-    assert!(error.contains("runs processes (pids 555)"), "{error}");
+    assert!(error.contains("runs processes (NVML lists pid 555)"), "{error}");
     let gpu = node.mock_gpu();
     assert!(!gpu.mig_current && !gpu.mig_pending);
     assert!(
         node.preparer.prepared_claims().unwrap().is_empty(),
         "the PrepareStarted record was undone"
+    );
+}
+
+#[test]
+fn a_mode_change_held_up_by_a_client_is_taken_back_and_names_the_holders() {
+    let node = Node::a30();
+    // DCGM's host engine holds the card open: NVML lists no process, the change stays pending.
+    let dcgm = mock_nvml::state::ClientState {
+        pid: 4321,
+        name: "nv-hostengine".into(),
+    };
+    node.mock.state().add_client(support::A30_ADDRESS, dcgm).unwrap();
+    let error = node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap_err();
+    assert!(
+        matches!(error, PrepareError::MigModePending { enable: true, .. }),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("card 0000:01:00.0: turning MIG mode on stayed pending")
+            && message.contains("NVML lists no process with a context on it")
+            && message.contains("DCGM on this node is paused"),
+        "{message}"
+    );
+    let gpu = node.mock_gpu();
+    assert!(
+        !gpu.mig_current && !gpu.mig_pending,
+        "the pending change was taken back"
+    );
+    assert!(node.preparer.prepared_claims().unwrap().is_empty());
+    assert!(
+        !node.checkpoint_text().contains("migEnabledByNode"),
+        "no record of a switch that did not happen"
+    );
+
+    // Once DCGM lets the card go, the retry switches and prepares.
+    node.mock.state().remove_client(support::A30_ADDRESS, 4321).unwrap();
+    node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap();
+    assert!(node.mock_gpu().mig_current);
+}
+
+#[test]
+fn the_processes_holding_a_card_are_named_as_nvml_reports_them() {
+    let node = Node::a30();
+    let process = mock_nvml::state::ProcessState {
+        pid: 555,
+        used_gpu_memory_bytes: 1 << 30,
+        gpu_instance_id: None,
+        compute_instance_id: None,
+        name: Some("python3".into()),
+    };
+    node.mock.state().add_process(support::A30_ADDRESS, process).unwrap();
+    let error = node
+        .preparer
+        .prepare(&mig_request("uid-a", &[0]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("runs processes (NVML lists pid 555 (python3))"),
+        "{error}"
     );
 }

@@ -64,7 +64,7 @@ fn a_whole_card_gets_its_cdi_spec_and_a_completed_entry() {
     assert_eq!(entry.devices[0].mig_instance, None);
 
     let file: serde_json::Value = serde_json::from_str(&node.checkpoint_text()).unwrap();
-    assert_eq!(file["version"], 1);
+    assert_eq!(file["version"], 2);
     assert_eq!(file["data"]["bootId"], host_fixtures::FIXTURE_BOOT_ID);
     assert_eq!(file["data"]["claims"][UID]["state"], "PrepareCompleted");
     assert!(!node.mock_gpu().mig_current);

@@ -1,5 +1,5 @@
 //! What a restarted handler finds and repairs: a prepare killed half-way
-//! (the real fault point, in a child process that aborts), MIG devices made
+//! (the real fault point, in a child process that kills itself), MIG devices made
 //! behind its back, a reboot, and a checkpoint it cannot trust.
 
 mod support;
@@ -14,7 +14,7 @@ use support::{Node, claim, mig_request, physical_request, preparer_at};
 
 /// Set in a child process: `<host root>\n<mock library>` of the parent's node.
 const CHILD_NODE_ENV: &str = "NODE_PREPARE_TEST_CHILD_NODE";
-const SIGABRT: i32 = 6;
+const SIGKILL: i32 = 9;
 
 /// In the child (and only there): prepares `uid-crash` with a MIG device at
 /// placement 2, which the fault point must abort; never returns in a child.
@@ -42,7 +42,7 @@ fn crash_child(test: &str, point: &str, node: &Node) {
         .unwrap();
     assert_eq!(
         output.status.signal(),
-        Some(SIGABRT),
+        Some(SIGKILL),
         "the child was not aborted at {point}: {}",
         String::from_utf8_lossy(&output.stdout)
     );
@@ -54,7 +54,7 @@ fn a_crash_after_the_mig_device_was_made_is_rolled_back_at_start() {
     let node = Node::a30();
     crash_child(
         "a_crash_after_the_mig_device_was_made_is_rolled_back_at_start",
-        "after-devices-created",
+        "prepare/after/create-devices",
         &node,
     );
     assert_eq!(node.instance_starts(), [2], "the child made the device before dying");
@@ -69,7 +69,6 @@ fn a_crash_after_the_mig_device_was_made_is_rolled_back_at_start() {
         report,
         ReconcileReport {
             started_claims_rolled_back: 1,
-            cards_mig_disabled: 0,
             ..ReconcileReport::default()
         }
     );
@@ -94,7 +93,7 @@ fn a_crash_right_after_prepare_started_leaves_only_the_record_which_start_remove
     let node = Node::a30();
     crash_child(
         "a_crash_right_after_prepare_started_leaves_only_the_record_which_start_removes",
-        "after-prepare-started",
+        "prepare/after/record-prepare-started",
         &node,
     );
     assert_eq!(
@@ -115,7 +114,7 @@ fn a_started_claim_found_by_a_retried_prepare_is_rolled_back_first() {
     let node = Node::a30();
     crash_child(
         "a_started_claim_found_by_a_retried_prepare_is_rolled_back_first",
-        "after-devices-created",
+        "prepare/after/create-devices",
         &node,
     );
     // No reconcile: the kubelet's retry reaches the new handler first.
@@ -133,7 +132,7 @@ fn a_started_claim_found_by_a_retried_prepare_is_rolled_back_first() {
 }
 
 #[test]
-fn mig_devices_made_behind_the_handlers_back_are_destroyed() {
+fn mig_devices_made_behind_the_handlers_back_are_kept_and_reported() {
     let node = Node::a30();
     node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap();
     let backend = node.backend();
@@ -143,34 +142,58 @@ fn mig_devices_made_behind_the_handlers_back_are_destroyed() {
     assert_eq!(node.instance_starts(), [0, 2]);
 
     let report = node.restarted().reconcile().unwrap();
-    assert_eq!(report.unknown_mig_devices_destroyed, 1);
-    assert_eq!(report.cards_mig_disabled, 0);
+    assert_eq!(
+        report.foreign_mig_instances,
+        ["0000:01:00.0: 2g.12gb (GPU instance 2, memory slices 2..4)"],
+        "kept and named: an admin's, or a Pod's whose checkpoint was lost"
+    );
     assert!(report.failures.is_empty(), "{:?}", report.failures);
-    assert_eq!(node.instance_starts(), [0], "the claim's device stays");
+    assert_eq!(node.instance_starts(), [0, 2], "nothing destroyed");
     assert!(node.mock_gpu().mig_current);
-    assert!(node.preparer.prepared_claims().unwrap().contains_key("uid-a"));
+
+    // A claim that needs the foreign instance's slices is refused, naming it.
+    let error = node
+        .preparer
+        .prepare(&mig_request("uid-b", &[2]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("2g.12gb (GPU instance 2, memory slices 2..4)") && error.contains("never destroys"),
+        "{error}"
+    );
+    assert_eq!(node.instance_starts(), [0, 2]);
+
+    // When the node's own claim leaves, MIG stays on: an instance the node did not make is there.
+    node.preparer.unprepare(&claim("uid-a")).unwrap();
+    assert_eq!(node.instance_starts(), [2]);
+    assert!(node.mock_gpu().mig_current);
 }
 
 #[test]
-fn a_card_left_in_mig_mode_without_claims_goes_back_to_mig_off() {
+fn a_card_an_admin_put_in_mig_mode_stays_in_it() {
     let node = Node::a30();
     let backend = node.backend();
     backend.set_mig_mode(&node.card(), true).unwrap();
-    backend
-        .create_mig_device(&node.card(), 0, MigPlacement { start: 0, size: 4 })
-        .unwrap();
 
     let report = node.preparer.reconcile().unwrap();
-    assert_eq!(report.unknown_mig_devices_destroyed, 1);
-    assert_eq!(report.cards_mig_disabled, 1);
-    let gpu = node.mock_gpu();
-    assert!(gpu.gpu_instances.is_empty());
-    assert!(!gpu.mig_current && !gpu.mig_pending);
     assert_eq!(
-        node.preparer.reconcile().unwrap(),
+        report,
         ReconcileReport::default(),
-        "nothing left to do"
+        "the admin's MIG mode is not the node's to undo"
     );
+    assert!(node.mock_gpu().mig_current);
+
+    // A MIG claim uses it and leaves it as it was.
+    node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap();
+    node.preparer.unprepare(&claim("uid-a")).unwrap();
+    assert!(node.mock_gpu().mig_current, "still in MIG mode");
+
+    // A whole-card claim turns it off for its time and gives it back.
+    node.preparer.prepare(&physical_request("uid-p")).unwrap();
+    assert!(!node.mock_gpu().mig_current);
+    node.preparer.unprepare(&claim("uid-p")).unwrap();
+    assert!(node.mock_gpu().mig_current, "the admin's MIG mode is back");
+    assert_eq!(node.preparer.reconcile().unwrap(), ReconcileReport::default());
 }
 
 #[test]
@@ -185,7 +208,10 @@ fn claims_of_an_earlier_boot_are_forgotten() {
 
     let report = node.restarted().reconcile().unwrap();
     assert_eq!(report.claims_dropped_after_reboot, 1);
-    assert_eq!(report.cards_mig_disabled, 1);
+    assert_eq!(
+        report.cards_mig_restored, 1,
+        "the node had turned MIG on for the forgotten claim"
+    );
     assert!(node.preparer.prepared_claims().unwrap().is_empty());
     assert!(!node.cdi_path("uid-a").exists());
     let file: serde_json::Value = serde_json::from_str(&node.checkpoint_text()).unwrap();

@@ -26,7 +26,6 @@ fn mps_env(node: &Node) -> String {
 fn two_mps_shares_run_one_daemon_and_each_container_gets_its_percentage() {
     let node = Node::a30();
     let pipe = node.preparer.config().mps_pipe_dir(A30_ADDRESS).display().to_string();
-    let log = node.preparer.config().mps_log_dir(A30_ADDRESS).display().to_string();
     node.preparer
         .prepare(&share_request("uid-a", SharingStrategy::Mps, 30))
         .unwrap();
@@ -48,7 +47,6 @@ fn two_mps_shares_run_one_daemon_and_each_container_gets_its_percentage() {
                     "env": [
                         format!("NVIDIA_VISIBLE_DEVICES={A30_UUID}"),
                         "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps",
-                        "CUDA_MPS_LOG_DIRECTORY=/var/log/nvidia-mps",
                         format!("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={percent}"),
                     ],
                     "deviceNodes": [
@@ -59,7 +57,6 @@ fn two_mps_shares_run_one_daemon_and_each_container_gets_its_percentage() {
                     ],
                     "mounts": [
                         {"hostPath": pipe, "containerPath": "/tmp/nvidia-mps", "options": ["rw", "nosuid", "nodev", "bind"]},
-                        {"hostPath": log, "containerPath": "/var/log/nvidia-mps", "options": ["rw", "nosuid", "nodev", "bind"]},
                     ],
                 },
             })
@@ -101,7 +98,7 @@ fn the_configs_default_percentage_wins_over_the_share() {
     }));
     node.preparer.prepare(&request).unwrap();
     let env = node.cdi_json("uid-a")["devices"][0]["containerEdits"]["env"].clone();
-    assert_eq!(env[3], "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25");
+    assert_eq!(env[2], "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25");
     // Another share without that parameter asks for different card parameters.
     let error = node
         .preparer
@@ -193,7 +190,7 @@ fn a_crash_after_the_daemon_started_is_rolled_back_at_start() {
     let node = Node::a30();
     crash_in_child(
         "a_crash_after_the_daemon_started_is_rolled_back_at_start",
-        "after-sharing-applied",
+        "prepare/after/apply-sharing",
         &node,
     );
     assert!(node.mps_daemon_running(A30_UUID));
@@ -232,4 +229,44 @@ fn a_daemon_no_recorded_share_needs_is_stopped_at_start() {
     assert!(!node.mps_daemon_running(A30_UUID));
     assert!(!node.preparer.config().mps_dir(A30_ADDRESS).exists());
     assert_eq!(node.restarted().reconcile().unwrap(), ReconcileReport::default());
+}
+
+#[test]
+fn a_dead_daemon_is_not_taken_for_a_running_one_and_comes_back() {
+    let node = Node::a30();
+    node.preparer
+        .prepare(&share_request("uid-a", SharingStrategy::Mps, 50))
+        .unwrap();
+    let tools = host_fixtures::ToolStandIns::at(&node.host);
+    let first = tools.kill_mps_daemon(A30_UUID).expect("the daemon runs");
+    assert!(!node.mps_daemon_running(A30_UUID));
+    assert!(
+        node.preparer.config().mps_dir(A30_ADDRESS).exists(),
+        "its directory is left behind"
+    );
+
+    // Supervision (periodic in the handler) starts it again; so does the next start's reconciliation.
+    assert_eq!(node.preparer.supervise_mps().unwrap(), [A30_ADDRESS]);
+    let second = tools.mps_daemon_pid(A30_UUID).expect("running again");
+    assert_ne!(first, second);
+    assert_eq!(
+        node.preparer.supervise_mps().unwrap(),
+        Vec::<String>::new(),
+        "running: nothing to do"
+    );
+
+    tools.kill_mps_daemon(A30_UUID).unwrap();
+    let report = node.restarted().reconcile().unwrap();
+    assert_eq!(report.mps_daemons_restarted, [A30_ADDRESS]);
+    assert!(node.mps_daemon_running(A30_UUID));
+
+    // A second share finds the daemon dead and starts it, rather than trusting the directory.
+    tools.kill_mps_daemon(A30_UUID).unwrap();
+    node.preparer
+        .prepare(&share_request("uid-b", SharingStrategy::Mps, 50))
+        .unwrap();
+    assert!(node.mps_daemon_running(A30_UUID));
+    node.preparer.unprepare(&claim("uid-a")).unwrap();
+    node.preparer.unprepare(&claim("uid-b")).unwrap();
+    assert!(!node.mps_daemon_running(A30_UUID));
 }

@@ -1,8 +1,10 @@
 //! Whole cards handed to vfio-pci for virtual machines, on fixture hosts
 //! whose kernel side (driver links after unbind/bind writes) the fixtures'
-//! kernel emulator plays: the card and every function of its IOMMU group
-//! move, the QEMU hook payload and the CDI spec say where, unprepare gives
-//! everything back, and unsafe requests are refused before anything moves.
+//! kernel emulator plays: the card and its own functions move, the QEMU hook
+//! payload and the CDI spec say where, unprepare gives everything back, and
+//! unsafe requests (a class that does not allow VFIO, a group holding another
+//! device, a MIG device, a busy card, a virtual machine) are refused before
+//! anything moves.
 
 mod support;
 
@@ -122,9 +124,37 @@ fn a_vfio_device_config_asks_for_it_without_the_annotation() {
     let node = Node::a30().with_kernel();
     let mut request = physical_request(UID);
     request.devices[0].config = Some(OpaqueConfig::VfioDeviceConfig(VfioDeviceConfig {}));
+    let error = node.preparer.prepare(&request).unwrap_err().to_string();
+    assert!(
+        error.contains("an admin's decision"),
+        "a class that does not allow VFIO: {error}"
+    );
+    assert_eq!(node.driver_of(A30_ADDRESS).as_deref(), Some("nvidia"));
+    request.devices[0].vfio_allowed = true;
     node.preparer.prepare(&request).unwrap();
     assert_eq!(node.driver_of(A30_ADDRESS).as_deref(), Some("vfio-pci"));
     assert_eq!(payload(&node, UID)["pods"], json!([]));
+}
+
+#[test]
+fn a_card_whose_iommu_group_holds_a_network_card_is_refused_and_nothing_moves() {
+    let node = Node::on(NamedHost::A30SharedIommuGroup).with_kernel();
+    let error = node
+        .preparer
+        .prepare(&vfio_request(UID, A30_ADDRESS))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        "claim default/claim-uid-vm: device gpu0: card 0000:01:00.0 shares IOMMU group 13 with devices that are not \
+         its own: 0000:02:00.0 Intel Corporation I350 Gigabit Network Connection (8086:1521, Ethernet controller, \
+         bound to igb); passthrough would take them from the host. Put the card in a slot with an IOMMU group of \
+         its own (or enable ACS on the ports above it)"
+    );
+    assert_eq!(node.driver_of(A30_ADDRESS).as_deref(), Some("nvidia"));
+    assert_eq!(node.driver_of("0000:02:00.0").as_deref(), Some("igb"));
+    assert!(node.preparer.prepared_claims().unwrap().is_empty());
+    assert!(!node.cdi_path(UID).exists());
 }
 
 #[test]
@@ -161,6 +191,7 @@ fn a_mig_device_or_a_busy_card_is_refused_and_nothing_moves() {
         used_gpu_memory_bytes: 1 << 30,
         gpu_instance_id: None,
         compute_instance_id: None,
+        name: None,
     };
     node.mock.state().add_process(A30_ADDRESS, process).unwrap();
     let error = node
@@ -184,7 +215,7 @@ fn a_crash_with_half_the_group_moved_is_given_back_at_start() {
     let node = Node::on(NamedHost::ConsumerWithAudio).with_kernel();
     crash_in_child(
         "a_crash_with_half_the_group_moved_is_given_back_at_start",
-        "after-vfio-function-moved",
+        "prepare/inside/bind-vfio/function-moved",
         &node,
     );
     assert_eq!(node.driver_of("0000:01:00.0").as_deref(), Some("vfio-pci"));

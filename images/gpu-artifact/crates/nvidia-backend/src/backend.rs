@@ -4,28 +4,27 @@
 use std::sync::Arc;
 
 use gpu_vendor::{
-    GpuInventory, GpuProcess, HealthMonitor, MigInstance, MigMode, MigPlacement, MigProfile, PciAddress, VendorBackend,
-    VendorError,
+    GpuInventory, GpuProcess, HealthMonitor, HealthReading, MigInstance, MigMode, MigPlacement, MigProfile, PciAddress,
+    VendorBackend, VendorError,
 };
 use nvml_wrapper::{Device, Nvml};
 
 use crate::config::{DEFAULT_LIBRARY, NvidiaBackendConfig};
-use crate::xid_policy::XidPolicy;
-use crate::{errors, health, inventory, mig_instances, mig_profiles};
+use crate::{errors, health, health_reading, inventory, mig_instances, mig_profiles};
+
+/// The buffer for `nvmlSystemGetProcessName`: the header names no size; a path fits in 256 bytes.
+const PROCESS_NAME_LENGTH: usize = 256;
 
 /// NVML behind the vendor port. Cheap to share (`Arc` inside); every call
 /// looks the card up by PCI address, so handles never outlive a call.
 #[derive(Clone)]
 pub struct NvidiaBackend {
     nvml: Arc<Nvml>,
-    xid_policy: XidPolicy,
 }
 
 impl std::fmt::Debug for NvidiaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NvidiaBackend")
-            .field("xid_policy", &self.xid_policy)
-            .finish_non_exhaustive()
+        f.debug_struct("NvidiaBackend").finish_non_exhaustive()
     }
 }
 
@@ -39,10 +38,7 @@ impl NvidiaBackend {
             .lib_path(path.as_os_str())
             .init()
             .map_err(errors::from_init)?;
-        Ok(NvidiaBackend {
-            nvml: Arc::new(nvml),
-            xid_policy: config.xid_policy,
-        })
+        Ok(NvidiaBackend { nvml: Arc::new(nvml) })
     }
 
     fn device(&self, pci_address: &PciAddress) -> Result<Device<'_>, VendorError> {
@@ -115,12 +111,21 @@ impl VendorBackend for NvidiaBackend {
     }
 
     fn running_processes(&self, pci_address: &PciAddress) -> Result<Vec<GpuProcess>, VendorError> {
-        inventory::processes(&self.device(pci_address)?, pci_address)
+        let mut processes = inventory::processes(&self.device(pci_address)?, pci_address)?;
+        // Names only make messages better: a process gone in between, or a library without the
+        // call, leaves it unnamed.
+        for process in &mut processes {
+            process.name = self.nvml.sys_process_name(process.pid, PROCESS_NAME_LENGTH).ok();
+        }
+        Ok(processes)
     }
 
     fn health_monitor(&self, pci_addresses: &[PciAddress]) -> Result<Box<dyn HealthMonitor>, VendorError> {
-        let monitor =
-            health::NvidiaHealthMonitor::start(Arc::clone(&self.nvml), pci_addresses, self.xid_policy.clone())?;
+        let monitor = health::NvidiaHealthMonitor::start(Arc::clone(&self.nvml), pci_addresses)?;
         Ok(Box::new(monitor))
+    }
+
+    fn health_reading(&self, pci_address: &PciAddress) -> Result<HealthReading, VendorError> {
+        health_reading::read(&self.nvml, pci_address)
     }
 }

@@ -1,8 +1,6 @@
-//! How the backend finds NVML and judges Xids.
+//! How the backend finds NVML.
 
 use std::path::PathBuf;
-
-use crate::xid_policy::XidPolicy;
 
 /// The library name the NVIDIA driver installs and consumers `dlopen`.
 pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
@@ -12,5 +10,4 @@ pub struct NvidiaBackendConfig {
     /// Where to load NVML from; `None` lets `dlopen` search for
     /// [`DEFAULT_LIBRARY`].
     pub library_path: Option<PathBuf>,
-    pub xid_policy: XidPolicy,
 }

@@ -43,7 +43,11 @@ pub fn pci_addresses(nvml: &Nvml) -> Result<Vec<PciAddress>, VendorError> {
 }
 
 /// `None` for a value the card does not report; other failures are errors.
-fn optional<T>(pci_address: &PciAddress, call: &str, result: Result<T, NvmlError>) -> Result<Option<T>, VendorError> {
+pub(crate) fn optional<T>(
+    pci_address: &PciAddress,
+    call: &str,
+    result: Result<T, NvmlError>,
+) -> Result<Option<T>, VendorError> {
     match result {
         Ok(value) => Ok(Some(value)),
         Err(NvmlError::NotSupported | NvmlError::FailedToLoadSymbol(_)) => Ok(None),
@@ -156,6 +160,7 @@ pub fn processes(device: &Device<'_>, pci_address: &PciAddress) -> Result<Vec<Gp
             },
             gpu_instance_id: p.gpu_instance_id,
             compute_instance_id: p.compute_instance_id,
+            name: None,
         })
         .collect())
 }

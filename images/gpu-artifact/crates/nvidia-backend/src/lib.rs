@@ -1,7 +1,8 @@
 //! The NVIDIA implementation of the vendor port ([`gpu_vendor::VendorBackend`])
 //! over NVML: nvml-wrapper for what it covers, nvml-wrapper-sys (module
 //! `raw`, the only `unsafe` code) for MIG profile names, placements, GPU and
-//! compute instances and Xid events with their MIG attribution.
+//! compute instances and Xid events with their MIG attribution, and row remapping for health
+//! readings.
 //!
 //! NVML is loaded at run time from a configurable path (default
 //! `libnvidia-ml.so.1` through the normal `dlopen` search). A missing library
@@ -15,20 +16,20 @@
 //! the memory size the way NVIDIA's go-nvlib does.
 //!
 //! This crate must never decide policy (which card to partition, when a card
-//! counts as free): it reports facts and performs the requested change.
+//! counts as free, which Xid makes a card unhealthy): it reports facts and
+//! performs the requested change.
 
 mod backend;
 mod config;
 mod errors;
 mod health;
+mod health_reading;
 mod inventory;
 mod mig_instances;
 mod mig_profiles;
 mod profile_name;
 mod raw;
-mod xid_policy;
 
 pub use backend::NvidiaBackend;
 pub use config::{DEFAULT_LIBRARY, NvidiaBackendConfig};
 pub use profile_name::{derive_profile_name, strip_vendor_prefix};
-pub use xid_policy::{APPLICATION_XIDS, XidPolicy};

@@ -214,6 +214,7 @@ fn a_mig_device_with_a_process_cannot_be_destroyed() {
         used_gpu_memory_bytes: 1 << 30,
         gpu_instance_id: Some(created.gpu_instance_id),
         compute_instance_id: created.compute_instance_id,
+        name: None,
     };
     node.state().add_process(&pci.to_string(), process).unwrap();
 

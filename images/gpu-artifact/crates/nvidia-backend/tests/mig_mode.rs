@@ -13,6 +13,7 @@ fn process(pid: u32) -> ProcessState {
         used_gpu_memory_bytes: 512 << 20,
         gpu_instance_id: None,
         compute_instance_id: None,
+        name: None,
     }
 }
 

@@ -13,7 +13,6 @@ fn a_missing_library_is_unavailable() {
     let dir = tempfile::TempDir::new().unwrap();
     let config = NvidiaBackendConfig {
         library_path: Some(dir.path().join("libnvidia-ml.so.1")),
-        ..NvidiaBackendConfig::default()
     };
     let error = NvidiaBackend::load(config).unwrap_err();
     assert!(
@@ -27,7 +26,6 @@ fn a_library_that_is_not_nvml_is_unavailable() {
     // libc is loadable but has no nvmlInit_v2.
     let config = NvidiaBackendConfig {
         library_path: Some(PathBuf::from("libc.so.6")),
-        ..NvidiaBackendConfig::default()
     };
     let error = NvidiaBackend::load(config).unwrap_err();
     assert!(matches!(error, VendorError::Unavailable { .. }), "{error:?}");
@@ -40,7 +38,6 @@ fn a_driver_that_is_not_loaded_is_reported_as_such() {
     );
     let error = NvidiaBackend::load(NvidiaBackendConfig {
         library_path: Some(node.install.library_path()),
-        ..NvidiaBackendConfig::default()
     })
     .unwrap_err();
     assert_eq!(error, VendorError::DriverNotLoaded);

@@ -8,6 +8,9 @@
 //! only, an Event on the Node and `gpu_handler_offers_reduced{reason="CountersDropped"} 1`; a server
 //! that dropped `allowMultipleAllocations` or capacity `requestPolicy` (gate `DRAConsumableCapacity`
 //! off) gets no shared offers, an Event `SharingUnsupported` and `{reason="SharingDropped"} 1`.
+//! Unhealthy cards are published with their health taints; a server that drops taints (probed with a
+//! dry run before any taint reaches it) gets them withheld instead, an Event `DeviceTaintsUnsupported`,
+//! `{reason="TaintsDropped"} 1`, and an Event `UnhealthyGPUsWithdrawn` naming the cards.
 //!
 //! It never decides what a card offers (that is `dra-offers`) and never touches a slice of another
 //! driver or another node.
@@ -19,8 +22,10 @@ mod publisher;
 mod quantity;
 mod run;
 mod store;
+mod taint_support;
 
 pub use diff::{Plan, plan};
-pub use metrics::{COUNTERS_DROPPED, PublicationMetrics, ReducedLabels, SHARING_DROPPED, WriteLabels};
+pub use metrics::{COUNTERS_DROPPED, PublicationMetrics, ReducedLabels, SHARING_DROPPED, TAINTS_DROPPED, WriteLabels};
 pub use publisher::{COUNTERS_UNSUPPORTED, PublisherConfig, SHARING_UNSUPPORTED};
-pub use run::run;
+pub use run::{PublishedSenders, run, run_with_holdings};
+pub use taint_support::{TAINTS_UNSUPPORTED, UNHEALTHY_WITHDRAWN};

@@ -10,6 +10,9 @@ use prometheus_client::registry::Registry;
 pub const COUNTERS_DROPPED: &str = "CountersDropped";
 /// `reason` of `gpu_handler_offers_reduced`: the API server dropped our sharing fields.
 pub const SHARING_DROPPED: &str = "SharingDropped";
+/// `reason` of `gpu_handler_offers_reduced`: the API server dropped our device taints, so
+/// unhealthy cards are withheld.
+pub const TAINTS_DROPPED: &str = "TaintsDropped";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReducedLabels {

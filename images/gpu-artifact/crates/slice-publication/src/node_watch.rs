@@ -39,7 +39,7 @@ pub async fn watch_node(client: Client, name: String, view: watch::Sender<Option
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut nodes = std::pin::pin!(
         watcher(Api::<Node>::all(client), config)
-            .default_backoff()
+            .backoff(controller_plumbing::WatchBackoff::default())
             .applied_objects()
     );
     while let Some(event) = nodes.next().await {

@@ -2,10 +2,12 @@
 //! fall back to whole cards without counters when it dropped them (or to no shared offers when it
 //! dropped the sharing fields), delete stale slices.
 
+use std::collections::BTreeSet;
+
 use controller_plumbing::EventPublisher;
 use dra_offers::{
-    CardOffering, DeviceCatalog, Layout, OfferPolicy, PoolTarget, Publication, build_publication, counters_dropped,
-    pool_name, sharing_dropped,
+    CardHoldings, CardOffering, DeviceCatalog, Layout, OfferPolicy, PoolTarget, Publication, build_publication_holding,
+    counters_dropped, pool_name, sharing_dropped, taints_dropped,
 };
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::resource::v1::ResourceSlice;
@@ -13,9 +15,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
 
 use crate::diff::plan;
-use crate::metrics::{COUNTERS_DROPPED, PublicationMetrics, SHARING_DROPPED};
+use crate::metrics::{COUNTERS_DROPPED, PublicationMetrics, SHARING_DROPPED, TAINTS_DROPPED};
 use crate::node_watch::NodeView;
 use crate::store::SliceStore;
+use crate::taint_support::{
+    TAINTS_UNSUPPORTED, TaintSupport, UNHEALTHY_WITHDRAWN, carries_taints, probe, unsupported_note, withheld,
+    withheld_note,
+};
 
 /// Who publishes what, for which node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +46,16 @@ pub const SHARING_UNSUPPORTED: &str = "SharingUnsupported";
 enum Dropped {
     Counters,
     Sharing,
+    Taints,
+}
+
+/// What a publication pass put out: the published catalog, and every device of the node's cards,
+/// withheld ones included (a claim prepared before may still use them; the kubelet is told their
+/// health).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Published {
+    pub catalog: DeviceCatalog,
+    pub all_devices: DeviceCatalog,
 }
 
 pub(crate) struct Publisher {
@@ -54,11 +70,23 @@ pub(crate) struct Publisher {
     /// Cleared when the server drops the sharing fields; probed again only by a new process, as
     /// above.
     sharing_supported: bool,
+    /// Probed with a dry run the first time a publication carries taints.
+    taints: TaintSupport,
+    /// The server knows the taint effect `None` (1.35+).
+    none_effect: bool,
+    /// The withheld cards last announced on the Node.
+    announced_withheld: BTreeSet<String>,
     mig_offers: bool,
 }
 
 impl Publisher {
-    pub fn new(client: Client, config: &PublisherConfig, layout: Layout, metrics: PublicationMetrics) -> Self {
+    pub fn new(
+        client: Client,
+        config: &PublisherConfig,
+        layout: Layout,
+        none_effect: bool,
+        metrics: PublicationMetrics,
+    ) -> Self {
         Self {
             store: SliceStore::new(
                 client.clone(),
@@ -75,15 +103,34 @@ impl Publisher {
             },
             counters_supported: true,
             sharing_supported: true,
+            taints: TaintSupport::Unknown,
+            none_effect,
+            announced_withheld: BTreeSet::new(),
             mig_offers: config.mig_offers,
         }
     }
 
-    /// Brings the stored pool to what `cards` and `node` call for; returns what is published.
-    pub async fn publish(&mut self, cards: &[CardOffering], node: &NodeView) -> anyhow::Result<DeviceCatalog> {
+    /// Brings the stored pool to what `cards`, their `holdings` and `node` call for; returns what is
+    /// published and every offer (withheld ones included, so an allocation made before they were
+    /// withheld still resolves).
+    pub async fn publish(
+        &mut self,
+        cards: &[CardOffering],
+        holdings: &CardHoldings,
+        node: &NodeView,
+    ) -> anyhow::Result<Published> {
         loop {
-            let publication = self.build(cards, node)?;
+            let publication = self.build(cards, holdings, node)?;
             let desired = owned_by(publication.slices, node);
+            if self.taints == TaintSupport::Unknown && carries_taints(&desired) {
+                match probe(&self.store, &desired).await? {
+                    None => self.taints = TaintSupport::Supported,
+                    Some(reason) => {
+                        self.fall_back(node, Dropped::Taints, &reason).await;
+                        continue;
+                    }
+                }
+            }
             let stored = self.store.list().await?;
             let plan = plan(&desired, &stored);
             let mut kept = Vec::with_capacity(plan.apply.len());
@@ -103,6 +150,12 @@ impl Publisher {
                 self.fall_back(node, Dropped::Sharing, &reason).await;
                 continue;
             }
+            if self.taints != TaintSupport::Dropped
+                && let Some(reason) = taints_dropped(&plan.apply, &kept)
+            {
+                self.fall_back(node, Dropped::Taints, &reason).await;
+                continue;
+            }
             for name in &plan.delete {
                 self.store.delete(name).await?;
                 self.metrics.count_write("delete");
@@ -119,11 +172,17 @@ impl Publisher {
                     "published ResourceSlices"
                 );
             }
-            return Ok(publication.catalog);
+            self.announce_withheld(cards, node).await;
+            let mut all_devices = publication.catalog.clone();
+            all_devices.extend(publication.withheld);
+            return Ok(Published {
+                catalog: publication.catalog,
+                all_devices,
+            });
         }
     }
 
-    fn build(&self, cards: &[CardOffering], node: &NodeView) -> anyhow::Result<Publication> {
+    fn policy(&self, node: &NodeView) -> OfferPolicy {
         let mut policy = OfferPolicy::from_node_labels(
             node.allow_mig.as_deref(),
             node.allow_time_slicing.as_deref(),
@@ -132,7 +191,35 @@ impl Publisher {
         policy.mig_allowed &= self.mig_offers;
         policy.counters = self.counters_supported;
         policy.sharing = self.sharing_supported;
-        match build_publication(&self.target, cards, policy, self.layout) {
+        policy.taints = self.taints != TaintSupport::Dropped;
+        policy.none_effect = self.none_effect;
+        policy
+    }
+
+    /// A Warning Event on the Node whenever the set of withheld cards changes to a non-empty one.
+    async fn announce_withheld(&mut self, cards: &[CardOffering], node: &NodeView) {
+        let now = withheld(cards, self.policy(node));
+        if now == self.announced_withheld {
+            return;
+        }
+        if !now.is_empty() {
+            tracing::warn!(cards = ?now, "unhealthy GPUs withdrawn: the API server cannot carry taints");
+            let note = withheld_note(node, &now);
+            self.events
+                .warning(
+                    &node_reference(node),
+                    UNHEALTHY_WITHDRAWN,
+                    "PublishResourceSlices",
+                    note,
+                )
+                .await;
+        }
+        self.announced_withheld = now;
+    }
+
+    fn build(&self, cards: &[CardOffering], holdings: &CardHoldings, node: &NodeView) -> anyhow::Result<Publication> {
+        let policy = self.policy(node);
+        match build_publication_holding(&self.target, cards, policy, self.layout, holdings) {
             Ok(publication) => Ok(publication),
             Err(error) if policy.counters => {
                 tracing::error!(%error, "the node's offers do not fit a ResourceSlice; publishing whole cards only");
@@ -140,7 +227,13 @@ impl Publisher {
                     counters: false,
                     ..policy
                 };
-                Ok(build_publication(&self.target, cards, whole_cards, self.layout)?)
+                Ok(build_publication_holding(
+                    &self.target,
+                    cards,
+                    whole_cards,
+                    self.layout,
+                    holdings,
+                )?)
             }
             Err(error) => Err(error.into()),
         }
@@ -174,18 +267,29 @@ impl Publisher {
                 );
                 (SHARING_DROPPED, SHARING_UNSUPPORTED, note)
             }
+            Dropped::Taints => {
+                self.taints = TaintSupport::Dropped;
+                tracing::warn!(
+                    reason,
+                    "the API server dropped device taints; withholding unhealthy GPUs instead"
+                );
+                (TAINTS_DROPPED, TAINTS_UNSUPPORTED, unsupported_note(node, reason))
+            }
         };
         self.metrics.set_reduced(metric, true);
-        let regarding = ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Node".into()),
-            name: Some(node.name.clone()),
-            uid: Some(node.uid.clone()),
-            ..ObjectReference::default()
-        };
         self.events
-            .warning(&regarding, event_reason, "PublishResourceSlices", note)
+            .warning(&node_reference(node), event_reason, "PublishResourceSlices", note)
             .await;
+    }
+}
+
+fn node_reference(node: &NodeView) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: Some(node.name.clone()),
+        uid: Some(node.uid.clone()),
+        ..ObjectReference::default()
     }
 }
 

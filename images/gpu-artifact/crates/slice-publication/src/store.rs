@@ -48,6 +48,16 @@ impl SliceStore {
             .with_context(|| format!("applying ResourceSlice {name}"))
     }
 
+    /// What the server would store for `slice`, without storing it (server-side apply, dry run).
+    pub async fn dry_run_apply(&self, slice: &ResourceSlice) -> anyhow::Result<ResourceSlice> {
+        let name = slice.metadata.name.as_deref().unwrap_or_default();
+        let params = PatchParams::apply(&self.field_manager).force().dry_run();
+        self.api
+            .patch(name, &params, &Patch::Apply(slice))
+            .await
+            .with_context(|| format!("dry-run applying ResourceSlice {name}"))
+    }
+
     /// Deletes a slice; one that is already gone counts as deleted.
     pub async fn delete(&self, name: &str) -> anyhow::Result<()> {
         match self.api.delete(name, &DeleteParams::default()).await {

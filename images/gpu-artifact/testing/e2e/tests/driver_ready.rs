@@ -15,7 +15,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::components::*;
-use testbed::{ComponentProcess, Progress, ReadyNode, TestNamespace, wait_until};
+use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
 
 fn driver_ready(gpu: &PhysicalGPU) -> Option<(String, String, String)> {
     let c = gpu
@@ -68,24 +68,10 @@ async fn driver_ready_follows_the_validator_pod() {
     std::fs::create_dir_all(ws.host_root()).unwrap();
     NamedHost::A30Pcie.build_into(&HostTree::at(&ws.host_root()));
     let agent_kubeconfig = kubeconfig_for(&ns, "gpu-node-agent", node_agent_rules(), ws.dir.path()).await;
-    let controller_kubeconfig = kubeconfig_for(&ns, "gpu-controller", controller_rules(), ws.dir.path()).await;
     let (agent, agent_port) = start_agent(&ws, node.name(), &agent_kubeconfig);
     wait_ready(agent_port, &agent).await;
 
-    let reserved = reserve_port();
-    let port = reserved.number();
-    let env = [
-        ("KUBECONFIG", controller_kubeconfig.display().to_string()),
-        ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
-        ("VALIDATOR_SELECTOR", "app=gpu-driver-validator".to_owned()),
-        ("POD_NAMESPACE", ns.name().to_owned()),
-        ("POD_NAME", "gpu-controller-0".to_owned()),
-        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
-        ("LOG_LEVEL", "Debug".to_owned()),
-    ];
-    let controller = ComponentProcess::start("gpu-controller", &env, &ws.logs())
-        .unwrap()
-        .holding(reserved);
+    let (controller, _port) = start_controller(&ns, ws.dir.path(), "Debug", true).await;
 
     let gpus = Api::<PhysicalGPU>::all(ns.client());
     let name = format!("{}-0-10de-20b7", node.name());

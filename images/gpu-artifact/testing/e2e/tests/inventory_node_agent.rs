@@ -96,8 +96,9 @@ async fn a30_host_is_published_with_its_facts() {
                "vendor": {"id": "10de", "name": "NVIDIA Corporation"},
                "device": {"id": "20b7", "name": "GA100GL [A30 PCIe]"},
                "subsystem": {"vendorID": "10de", "deviceID": "1532"},
-               "iommuGroup": 13}),
-        "PCI facts from sysfs and pci.ids; no numaNode where the platform reports -1"
+               "iommuGroup": 13,
+               "pcieRoot": "pci0000:00"}),
+        "PCI facts from sysfs and pci.ids (the root complex from the device's sysfs path); no numaNode where the platform reports -1"
     );
     assert_eq!(
         status["nodeInfo"]["os"],

@@ -1,27 +1,14 @@
 //! The module's chart rendered by the real helm for each bootstrap and feature state: what renders
-//! where, and that the real API server (with our CRDs) accepts every object by server-side dry-run
-//! apply. Kinds the test bed does not serve (monitoring and VPA CRDs of other modules) are listed.
+//! where, with which images, resources and scrape permissions. (module_chart_states.rs has every
+//! state dry-run by the real API server.)
 
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams};
-use kube::{Api, discovery};
 use serde_json::{Value, json};
-use support::components::{install_crds, repo_root};
-use support::rendered_rbac::{MODULE_NAMESPACE, of_kind, render_chart};
-use testbed::TestCluster;
-
-/// Kinds the chart renders that only other Deckhouse modules install CRDs for.
-const NOT_SERVED_BY_THE_TEST_BED: [&str; 5] = [
-    "GrafanaDashboardDefinition",
-    "PodMonitor",
-    "PrometheusRule",
-    "ServiceMonitor",
-    "VerticalPodAutoscaler",
-];
+use support::components::repo_root;
+use support::rendered_rbac::{of_kind, render_chart};
 
 fn daemonset<'a>(objects: &'a [Value], name: &str) -> &'a Value {
     of_kind(objects, "DaemonSet")
@@ -140,7 +127,7 @@ fn controllers_follow_high_availability_and_the_dra_api() {
             "{name} ServiceMonitor"
         );
     }
-    let pending = render_chart(&["driver-ready", "discovery-pending"]);
+    let pending = render_chart(&["driver-ready", "kubernetes-without-dra"]);
     assert!(deployment(&pending, "gpu-controller").is_some());
     assert!(deployment(&pending, "gpu-dra-controller").is_none());
     assert!(!of_kind(&pending, "ClusterRole").any(|r| r["metadata"]["name"] == "d8:gpu:gpu-dra-controller"));
@@ -172,7 +159,8 @@ fn every_workload_has_a_vpa_short_history_and_pinned_images() {
     }
 }
 
-/// The module's own images (built from images/<dir>), by their camelCase name in the digests.
+/// The module's own images (built from images/<dir>, the NVIDIA ones repackaged there too), by digest:
+/// digest -> images/<dir>.
 fn own_image_dirs() -> BTreeMap<String, String> {
     let global: Value = serde_yaml::from_str(
         &std::fs::read_to_string(repo_root().join("tools/test/module-fixtures/global.yaml")).unwrap(),
@@ -181,7 +169,6 @@ fn own_image_dirs() -> BTreeMap<String, String> {
     let digests = global["global"]["modulesImages"]["digests"]["gpu"].as_object().unwrap();
     digests
         .iter()
-        .filter(|(name, _)| !name.starts_with("nvidia"))
         .map(|(name, digest)| (digest.as_str().unwrap().to_owned(), kebab(name)))
         .collect()
 }
@@ -196,19 +183,23 @@ fn kebab(camel: &str) -> String {
     })
 }
 
-/// What dmt's mount-points rule checks: every volumeMount of a container running one of our
-/// (distroless) images is pre-created by images/<dir>/mount-points.yaml, and that file lists
-/// nothing no container mounts.
+/// Per image, what dmt's mount-points rules check for the module as a whole: every volumeMount of a
+/// container running one of our (distroless) images is pre-created by that image's
+/// images/<dir>/mount-points.yaml, and that file lists nothing no container of the image mounts (over
+/// both driver-root layouts).
 #[test]
 fn own_images_pre_create_exactly_the_paths_they_mount() {
-    let objects = render_chart(&["driver-ready"]);
+    let mut objects = render_chart(&["driver-ready"]);
+    objects.extend(render_chart(&["driver-ready", "containerized-driver"]));
     let dirs = own_image_dirs();
     let mut mounted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for workload in objects
         .iter()
         .filter(|o| o["kind"] == "DaemonSet" || o["kind"] == "Deployment")
     {
-        for container in workload["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
+        let pod = &workload["spec"]["template"]["spec"];
+        let containers = pod["containers"].as_array().unwrap().iter();
+        for container in containers.chain(pod["initContainers"].as_array().into_iter().flatten()) {
             let image = container["image"].as_str().unwrap();
             let Some(dir) = dirs
                 .iter()
@@ -223,10 +214,15 @@ fn own_images_pre_create_exactly_the_paths_they_mount() {
             }
         }
     }
-    assert!(
-        mounted.contains_key("gpu-handler") && mounted.contains_key("gpu-controller"),
-        "{mounted:?}"
-    );
+    for dir in [
+        "gpu-handler",
+        "gpu-controller",
+        "nvidia-dcgm",
+        "nvidia-dcgm-exporter",
+        "nvidia-validator",
+    ] {
+        assert!(mounted.contains_key(dir), "{dir} in {mounted:?}");
+    }
     for (dir, paths) in &mounted {
         let file = repo_root().join(format!("images/{dir}/mount-points.yaml"));
         let listed: BTreeSet<String> = match std::fs::read_to_string(&file) {
@@ -294,49 +290,90 @@ fn prometheus_may_scrape_every_metrics_proxy() {
     assert_eq!(granted, proxied);
 }
 
-#[tokio::test]
-async fn the_api_server_accepts_every_rendered_object() {
-    let cluster = TestCluster::get().await.unwrap();
-    let client = cluster.client();
-    install_crds(&client).await;
-    let apply = PatchParams::apply("module-chart-test").force();
-    let namespace: Namespace = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": MODULE_NAMESPACE}}))
-    .unwrap();
-    Api::<Namespace>::all(client.clone())
-        .patch(MODULE_NAMESPACE, &apply, &Patch::Apply(&namespace))
-        .await
-        .unwrap();
+fn node_expressions<'a>(objects: &'a [Value], name: &str) -> &'a [Value] {
+    daemonset(objects, name)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0]["matchExpressions"]
+        .as_array()
+        .unwrap()
+}
 
-    let mut not_served = BTreeSet::new();
-    for states in [
-        &["no-gpu-nodes"][..],
-        &["driver-ready"][..],
-        &["driver-ready", "dra-gates-off"][..],
+#[test]
+fn node_components_stay_off_node_manager_gpus_and_the_handler_off_nodes_without_cdi() {
+    let objects = render_chart(&["driver-ready"]);
+    let node_manager = json!({"key": "node.deckhouse.io/gpu", "operator": "DoesNotExist"});
+    let cdi = json!({"key": "gpu.deckhouse.io/cdi", "operator": "In", "values": ["true"]});
+    for name in [
+        "gpu-node-agent",
+        "gpu-driver-validator",
+        "gpu-handler",
+        "gpu-dcgm",
+        "gpu-dcgm-exporter",
     ] {
-        for object in render_chart(states) {
-            let object: DynamicObject = serde_json::from_value(object).unwrap();
-            let types = object.types.clone().unwrap();
-            let (group, version) = types.api_version.split_once('/').unwrap_or(("", &types.api_version));
-            let gvk = GroupVersionKind::gvk(group, version, &types.kind);
-            let Ok((resource, caps)) = discovery::pinned_kind(&client, &gvk).await else {
-                not_served.insert(types.kind.clone());
-                continue;
-            };
-            let name = object.metadata.name.clone().unwrap();
-            let api: Api<DynamicObject> = match (caps.scope, object.metadata.namespace.as_deref()) {
-                (discovery::Scope::Namespaced, namespace) => {
-                    Api::namespaced_with(client.clone(), namespace.unwrap_or(MODULE_NAMESPACE), &resource)
-                }
-                (discovery::Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
-            };
-            api.patch(&name, &apply.clone().dry_run(), &Patch::Apply(&object))
-                .await
-                .unwrap_or_else(|e| panic!("{states:?}: {} {name} rejected: {e}", types.kind));
-        }
+        let expressions = node_expressions(&objects, name);
+        assert!(expressions.contains(&node_manager), "{name}: {expressions:?}");
+        assert_eq!(
+            expressions.contains(&cdi),
+            name == "gpu-handler",
+            "{name}: {expressions:?}"
+        );
+        // lib-helm's any-node tolerations: tainted GPU NodeGroups (dedicated.deckhouse.io) are not skipped.
+        let tolerations = daemonset(&objects, name)["spec"]["template"]["spec"]["tolerations"]
+            .as_array()
+            .unwrap();
+        assert!(
+            tolerations.contains(&json!({"key": "dedicated.deckhouse.io", "operator": "Exists"})),
+            "{name}: {tolerations:?}"
+        );
     }
+    let configurations: Vec<&str> = of_kind(&objects, "NodeGroupConfiguration")
+        .map(|c| c["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(configurations, ["gpu-containerd-cdi.sh", "gpu-detect-cdi.sh"]);
+}
+
+#[test]
+fn controllers_fall_back_to_system_nodes_without_control_plane_nodes() {
+    let selector = |states: &[&str]| {
+        let objects = render_chart(states);
+        deployment(&objects, "gpu-controller").unwrap()["spec"]["template"]["spec"]["nodeSelector"].clone()
+    };
     assert_eq!(
-        not_served,
-        NOT_SERVED_BY_THE_TEST_BED.iter().map(|k| k.to_string()).collect()
+        selector(&["driver-ready"]),
+        json!({"node-role.kubernetes.io/control-plane": ""})
     );
+    assert_eq!(
+        selector(&["driver-ready", "managed-control-plane"]),
+        json!({"node-role.deckhouse.io/system": ""})
+    );
+}
+
+#[test]
+fn dashboards_and_rules_come_from_lib_helm() {
+    let objects = render_chart(&["driver-ready"]);
+    let dashboards: Vec<&Value> = of_kind(&objects, "GrafanaDashboardDefinition").collect();
+    assert_eq!(dashboards.len(), 3);
+    for dashboard in dashboards {
+        let labels = &dashboard["metadata"]["labels"];
+        assert_eq!(labels["prometheus.deckhouse.io/grafana-dashboard"], "", "{labels}");
+        assert_eq!(labels["module"], "gpu");
+    }
+    let rules: BTreeSet<&str> = of_kind(&objects, "PrometheusRule")
+        .map(|r| r["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        rules.contains("gpu-configuration") && rules.contains("gpu-dra"),
+        "{rules:?}"
+    );
+}
+
+#[test]
+fn the_handler_gets_the_health_policy_of_the_module_config() {
+    let objects = render_chart(&["driver-ready"]);
+    let handler = |var| env(&objects, "gpu-handler", "gpu-handler", var);
+    assert_eq!(handler("XID_APPLICATION"), "13,31,43,45,68,109");
+    assert_eq!(handler("XID_IGNORED"), "");
+    assert_eq!(handler("XID_CRITICAL"), "");
+    assert_eq!(handler("XID_RECOVERABLE"), "8,32,69,94");
+    assert_eq!(handler("HEALTH_QUIET_PERIOD"), "10m");
+    assert_eq!(handler("HEALTH_NO_EXECUTE"), "false");
 }

@@ -29,7 +29,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
-use monitoring_queries::{queried_gpu_metrics, served_names, value};
+use monitoring_queries::{queried_gpu_metrics, scrape, served_names, value};
 use plugin_node::PluginNode;
 use serde_json::json;
 use support::components::*;
@@ -38,14 +38,6 @@ use testbed::{ComponentProcess, Progress, TestNamespace, wait_until};
 
 /// Who holds gpu-controller's Lease in this test.
 const LEASE_HOLDER: &str = "another-replica";
-
-fn scrape(port: u16) -> anyhow::Result<String> {
-    let out = std::process::Command::new("curl")
-        .args(["-fsS", "--max-time", "5", &format!("http://127.0.0.1:{port}/metrics")])
-        .output()?;
-    anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    Ok(String::from_utf8(out.stdout)?)
-}
 
 /// Lease `name` in `ns`, held by someone else for an hour: a controller competing for it waits.
 async fn hold_lease(ns: &TestNamespace, name: &str) {
@@ -84,7 +76,9 @@ async fn start_controller(
         ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
-    let process = ComponentProcess::start(name, &env, &ws.logs()).unwrap().holding(reserved);
+    let process = ComponentProcess::start(name, &env, &ws.logs())
+        .unwrap()
+        .holding(reserved);
     wait_ready(port, &process).await;
     (process, port)
 }
@@ -102,13 +96,6 @@ async fn metrics_when(port: u16, process: &ComponentProcess, what: &str, done: i
     })
     .await
     .unwrap_or_else(|e| panic!("{e}\n--- {} log ---\n{}", process.name(), process.log()))
-}
-
-fn device_type_class(ns: &TestNamespace, name: &str, device_type: &str) -> DeviceClass {
-    let expression = format!(
-        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "{device_type}""#
-    );
-    device_class(ns, name, &expression, None)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,6 +202,31 @@ async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_componen
     let text = metrics_when(node.handler_port, &node.handler, "the refused prepare counted", |t| {
         value(t, "gpu_handler_claim_operations_total", &refused) >= Some(1.0)
     })
+    .await;
+    scrapes.push(("gpu-handler", text));
+
+    // An application Xid is counted; a critical one is also an active cause of the card.
+    node.mock.state().inject_xid(node.s.address, 13, None, None).unwrap();
+    node.mock.state().inject_xid(node.s.address, 48, None, None).unwrap();
+    let critical = [("cause", "XidCritical"), ("detail", "48")];
+    let text = metrics_when(
+        node.handler_port,
+        &node.handler,
+        "the Xids counted, the critical one a cause",
+        |t| {
+            value(
+                t,
+                "gpu_handler_xid_errors_total",
+                &[("xid", "13"), ("class", "application")],
+            ) == Some(1.0)
+                && value(
+                    t,
+                    "gpu_handler_xid_errors_total",
+                    &[("xid", "48"), ("class", "critical")],
+                ) == Some(1.0)
+                && value(t, "gpu_handler_gpu_health_cause", &critical) == Some(1.0)
+        },
+    )
     .await;
     scrapes.push(("gpu-handler", text));
 

@@ -17,7 +17,7 @@ use kube::api::DeleteParams;
 use plugin_node::PluginNode;
 use serde_json::{Value, json};
 use support::*;
-use testbed::{Progress, TestNamespace, wait_until};
+use testbed::TestNamespace;
 
 fn class_expression(device_type: &str, extra: &str) -> String {
     format!(
@@ -70,10 +70,25 @@ async fn an_extended_resource_pod_gets_a_prepared_card_and_gives_it_back() {
         .unwrap()
         .resource_claim_name;
     let uid = claim_uid(ns, &claim_name).await;
+    // Beside the device, on 1.36+, the KEP-5304 device metadata of the request.
+    let (devices, metadata): (Vec<String>, Vec<String>) = prepared[&claim_name]
+        .iter()
+        .cloned()
+        .partition(|id| !id.starts_with("gpu.deckhouse.io/metadata="));
     assert_eq!(
-        prepared[&claim_name],
+        devices,
         vec![format!("gpu.deckhouse.io/claim={uid}-gpu0")],
         "the CDI id names the claim and the device"
+    );
+    let minor = testbed::TestCluster::get().await.unwrap().server_minor().await.unwrap();
+    let expected_metadata: Vec<String> = if minor >= 36 {
+        vec![format!("gpu.deckhouse.io/metadata={uid}_container-0-request-0")]
+    } else {
+        Vec::new()
+    };
+    assert_eq!(
+        metadata, expected_metadata,
+        "device metadata where the server defines it"
     );
 
     let spec = read_json(&node.cdi_file(&uid));
@@ -149,21 +164,7 @@ async fn mig_pods_share_a_card_at_separate_placements_and_the_whole_card_waits()
     assert!(node.mig_enabled());
 
     create(&pods, &templated_pod("whole", node.s.node.name(), "whole-card")).await;
-    let pending = wait_until(
-        "the whole-card pod to be unschedulable",
-        Duration::from_secs(60),
-        || async {
-            let pod = pods.get("whole").await?;
-            let message = scheduling_message(&pod);
-            Ok(if message.starts_with("Unschedulable") {
-                Progress::Done(message)
-            } else {
-                Progress::Pending(message)
-            })
-        },
-    )
-    .await
-    .unwrap();
+    let pending = wait_unschedulable(ns, "whole").await;
     assert!(node.kubelet.prepared(ns.name(), "whole").is_none(), "{pending}");
 
     for name in ["mig-a", "mig-b"] {
@@ -183,7 +184,7 @@ async fn mig_pods_share_a_card_at_separate_placements_and_the_whole_card_waits()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_killed_mid_prepare_leaks_nothing_and_the_retry_completes() {
-    let fault = [("GPU_HANDLER_FAULT_POINT", "after-devices-created".to_owned())];
+    let fault = [("GPU_HANDLER_FAULT_POINT", "prepare/after/create-devices".to_owned())];
     let mut node = PluginNode::start("plugin-crash", NamedHost::A30Pcie, &fault).await;
     let ns = &node.s.ns;
     let mig = device_class(

@@ -140,7 +140,10 @@ async fn two_mps_shares_fill_a_card_and_a_third_waits() {
             "{env:?}"
         );
         assert!(env.iter().any(|e| e.starts_with("CUDA_MPS_PIPE_DIRECTORY=")), "{env:?}");
-        assert!(env.iter().any(|e| e.starts_with("CUDA_MPS_LOG_DIRECTORY=")), "{env:?}");
+        assert!(
+            !env.iter().any(|e| e.starts_with("CUDA_MPS_LOG_DIRECTORY=")),
+            "a container never gets the daemon's log directory: {env:?}"
+        );
     }
     let uuid = card_uuid(&node).await;
     assert_eq!(
@@ -156,16 +159,7 @@ async fn two_mps_shares_fill_a_card_and_a_third_waits() {
     assert!(tools.mps_daemon_running(&uuid));
 
     create(&pods, &templated_pod("share-50", node.s.node.name(), "mps-50")).await;
-    let message = wait_until("the 50% share to be unschedulable", Duration::from_secs(60), || async {
-        let message = scheduling_message(&pods.get("share-50").await?);
-        Ok(if message.starts_with("Unschedulable") {
-            Progress::Done(message)
-        } else {
-            Progress::Pending(message)
-        })
-    })
-    .await
-    .unwrap();
+    let message = wait_unschedulable(&node.s.ns, "share-50").await;
     assert!(node.kubelet.prepared(ns.name(), "share-50").is_none(), "{message}");
 
     for percent in [30, 70] {
@@ -189,6 +183,64 @@ async fn two_mps_shares_fill_a_card_and_a_third_waits() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_card_pod_waits_while_shares_hold_the_card_and_runs_once_they_leave() {
+    let (node, _tools) = shared_node("share-then-whole", &["gpu.deckhouse.io/allow-mps"]).await;
+    node.wait_offered("gpu0-mps").await;
+    let ns = &node.s.ns;
+    let class = sharing_class(ns, "MPS").await;
+    share_template(ns, "mps-30", &class, 30).await;
+    let exclusive = r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "Physical" && device.attributes["gpu.deckhouse.io"].sharing == "Exclusive""#;
+    let whole = device_class(ns, "whole", exclusive, None);
+    create(&Api::<DeviceClass>::all(ns.client()), &whole).await;
+    one_request_template(ns, "whole", json!({"deviceClassName": whole.metadata.name}), None).await;
+    let pods = ns.api::<Pod>();
+    create(&pods, &templated_pod("share", node.s.node.name(), "mps-30")).await;
+    share_of(&node, "share").await;
+    wait_until("the whole card's offer withheld", Duration::from_secs(30), || async {
+        let offered = node.offered().await;
+        Ok(
+            if offered.contains(&"gpu0".to_owned()) || offered.iter().any(|d| d.contains("-mig-")) {
+                Progress::Pending(format!("{offered:?}"))
+            } else {
+                Progress::Done(())
+            },
+        )
+    })
+    .await
+    .unwrap();
+
+    // On 1.34 the scheduler would allocate the whole card beside the share (it misses committed
+    // shares in the counters) and the Pod would stay bound forever; with the offer withheld it
+    // waits unschedulable on every release.
+    create(&pods, &templated_pod("whole", node.s.node.name(), "whole")).await;
+    let message = wait_unschedulable(&node.s.ns, "whole").await;
+    assert!(node.kubelet.prepared(ns.name(), "whole").is_none(), "{message}");
+    let whole_pod = pods.get("whole").await.unwrap();
+    assert!(
+        whole_pod.spec.unwrap().node_name.is_none(),
+        "not bound while the share runs"
+    );
+
+    pods.delete("share", &DeleteParams::default()).await.unwrap();
+    node.wait_pod_gone("share").await;
+    node.wait_prepared("whole").await;
+    wait_until(
+        "the shared offer withheld while the card is held whole",
+        Duration::from_secs(30),
+        || async {
+            let offered = node.offered().await;
+            Ok(if offered.contains(&"gpu0-mps".to_owned()) {
+                Progress::Pending(format!("{offered:?}"))
+            } else {
+                Progress::Done(())
+            })
+        },
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeslicing_and_mps_never_share_a_card() {
     let labels = ["gpu.deckhouse.io/allow-mps", "gpu.deckhouse.io/allow-timeslicing"];
     let (node, tools) = shared_node("share-mixed", &labels).await;
@@ -202,16 +254,26 @@ async fn timeslicing_and_mps_never_share_a_card() {
     let pods = ns.api::<Pod>();
     create(&pods, &templated_pod("mps", node.s.node.name(), "mps")).await;
     node.wait_prepared("mps").await;
+    // The offer follows the prepare; an allocation made in between would be refused by the node.
+    wait_until("the TimeSlicing offer withheld", Duration::from_secs(30), || async {
+        let offered = node.offered().await;
+        Ok(if offered.contains(&"gpu0-timeslicing".to_owned()) {
+            Progress::Pending(format!("{offered:?}"))
+        } else {
+            Progress::Done(())
+        })
+    })
+    .await
+    .unwrap();
     create(&pods, &templated_pod("slicing", node.s.node.name(), "slicing")).await;
-    // However the scheduler decides (1.34 may miss the committed share's counters), the node never
-    // runs both strategies on the card: watch for a while.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while tokio::time::Instant::now() < deadline {
-        let both =
-            node.kubelet.prepared(ns.name(), "mps").is_some() && node.kubelet.prepared(ns.name(), "slicing").is_some();
-        assert!(!both, "TimeSlicing and MPS prepared together:\n{}", node.handler.log());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    // While MPS shares hold the card, its TimeSlicing offer is not published, so every scheduler
+    // (1.34 misses committed shares in the counters) leaves the Pod unschedulable.
+    let message = wait_unschedulable(&node.s.ns, "slicing").await;
+    assert!(node.kubelet.prepared(ns.name(), "slicing").is_none(), "{message}");
+    assert!(
+        !node.offered().await.contains(&"gpu0-timeslicing".to_owned()),
+        "the other strategy's offer is withheld"
+    );
     assert!(
         !tools.calls().iter().any(|c| c.contains("--set-timeslice")),
         "{:?}",

@@ -1,8 +1,11 @@
 //! VFIO passthrough end to end: the real scheduler allocates a whole A30, the kubelet simulator
 //! asks the handler to prepare it, and the handler moves the card to vfio-pci on the fixture host
 //! (the kernel's side of bind/unbind emulated by `KernelEmulator`, which also tells the node agent
-//! as the kernel would). Asked for by the Pod annotation or by a `VfioDeviceConfig` in the claim,
-//! as the virtualization platform sends it; refused for a MIG device, with the reason on the Pod.
+//! as the kernel would). Only through a DeviceClass that carries a `VfioDeviceConfig` (an admin's
+//! decision): within it, the Pod annotation or the claim's own `VfioDeviceConfig` (as the
+//! virtualization platform sends it) asks for it; elsewhere both are refused. Refused too for a MIG
+//! device, on a virtual machine, and for a card whose IOMMU group holds a device that is not its
+//! own (a network card), with the reason on the Pod and nothing moved.
 
 mod handler_node;
 mod plugin_node;
@@ -29,10 +32,20 @@ fn vm_pod(name: &str, node: &str, template: &str, annotated: bool) -> Pod {
 }
 
 async fn class(ns: &TestNamespace, name: &str, device_type: &str) -> String {
-    let expression = format!(
+    let class = device_class(ns, name, &expression(device_type), None);
+    create(&Api::<DeviceClass>::all(ns.client()), &class).await;
+    class.metadata.name.unwrap()
+}
+
+fn expression(device_type: &str) -> String {
+    format!(
         r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "{device_type}""#
-    );
-    let class = device_class(ns, name, &expression, None);
+    )
+}
+
+/// A class of whole cards that allows VFIO (its `VfioDeviceConfig`).
+async fn vm_class(ns: &TestNamespace, name: &str) -> String {
+    let class = vfio_class(ns, name, &expression("Physical"));
     create(&Api::<DeviceClass>::all(ns.client()), &class).await;
     class.metadata.name.unwrap()
 }
@@ -117,11 +130,67 @@ async fn a_pod_annotated_for_vfio_gets_the_card_on_vfio_pci_and_gives_it_back() 
     let node = PluginNode::start("vfio-annotation", NamedHost::A30Pcie, &[]).await;
     let _kernel = kernel(&node);
     let ns = &node.s.ns;
+    let vms = vm_class(ns, "vms").await;
+    one_request_template(ns, "vm-card", json!({"deviceClassName": vms}), None).await;
+    create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "vm-card", true)).await;
+    let prepared = prepared_on_vfio(&node, "vm").await;
+    leaves_and_gives_the_card_back(&node, "vm", &prepared).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vfio_outside_a_class_that_allows_it_is_refused_for_the_annotation_and_the_claim_config() {
+    let node = PluginNode::start("vfio-not-allowed", NamedHost::A30Pcie, &[]).await;
+    let _kernel = kernel(&node);
+    let ns = &node.s.ns;
     let whole = class(ns, "whole", "Physical").await;
     one_request_template(ns, "whole-card", json!({"deviceClassName": whole}), None).await;
     create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "whole-card", true)).await;
-    let prepared = prepared_on_vfio(&node, "vm").await;
-    leaves_and_gives_the_card_back(&node, "vm", &prepared).await;
+    let message = node.wait_prepare_failure_on_pod().await;
+    assert!(
+        message.contains("an admin's decision") && message.contains("gpu.deckhouse.io/vfio"),
+        "{message}"
+    );
+    assert!(node.kubelet.prepared(ns.name(), "vm").is_none());
+    assert_eq!(driver_of(&node, A30).as_deref(), Some("nvidia"), "nothing moved");
+
+    ns.api::<Pod>().delete("vm", &DeleteParams::default()).await.unwrap();
+    node.wait_pod_gone("vm").await;
+    let config = json!({"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"});
+    one_request_template(ns, "claim-asks", json!({"deviceClassName": whole}), Some(config)).await;
+    create(
+        &ns.api::<Pod>(),
+        &vm_pod("launcher", node.s.node.name(), "claim-asks", false),
+    )
+    .await;
+    let message = node.wait_prepare_failure_on(Some("launcher")).await;
+    assert!(message.contains("the claim's VfioDeviceConfig"), "{message}");
+    assert_eq!(driver_of(&node, A30).as_deref(), Some("nvidia"), "nothing moved");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_sharing_its_iommu_group_with_a_network_card_is_refused_naming_the_device() {
+    const NIC: &str = "0000:02:00.0";
+    let node = PluginNode::start("vfio-shared-group", NamedHost::A30SharedIommuGroup, &[]).await;
+    let _kernel = kernel(&node);
+    let ns = &node.s.ns;
+    let vms = vm_class(ns, "vms").await;
+    one_request_template(ns, "vm-card", json!({"deviceClassName": vms}), None).await;
+    create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "vm-card", true)).await;
+    let message = node.wait_prepare_failure_on_pod().await;
+    assert!(
+        message.contains("IOMMU group 13")
+            && message.contains(NIC)
+            && message.contains("I350 Gigabit Network Connection")
+            && message.contains("bound to igb"),
+        "the refusal names the network card: {message}"
+    );
+    assert!(node.kubelet.prepared(ns.name(), "vm").is_none());
+    assert_eq!(driver_of(&node, A30).as_deref(), Some("nvidia"), "the card stays");
+    assert_eq!(
+        driver_of(&node, NIC).as_deref(),
+        Some("igb"),
+        "the network card keeps its driver"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,10 +198,10 @@ async fn a_virtual_machine_claim_with_vfio_device_config_is_prepared_as_vfio() {
     let node = PluginNode::start("vfio-config", NamedHost::A30Pcie, &[]).await;
     let _kernel = kernel(&node);
     let ns = &node.s.ns;
-    let whole = class(ns, "whole", "Physical").await;
-    // Exactly what the virtualization platform sends.
+    let vms = vm_class(ns, "vms").await;
+    // Exactly what the virtualization platform sends, within a class that allows VFIO.
     let config = json!({"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"});
-    one_request_template(ns, "vm-gpu", json!({"deviceClassName": whole}), Some(config)).await;
+    one_request_template(ns, "vm-gpu", json!({"deviceClassName": vms}), Some(config)).await;
     create(
         &ns.api::<Pod>(),
         &vm_pod("virt-launcher", node.s.node.name(), "vm-gpu", false),
@@ -163,9 +232,9 @@ async fn vfio_on_a_virtual_machine_node_is_refused_and_the_pod_says_why() {
     let node = PluginNode::start("vfio-vm-node", NamedHost::VmQemu, &[]).await;
     let _kernel = kernel(&node);
     let ns = &node.s.ns;
-    let whole = class(ns, "whole", "Physical").await;
-    one_request_template(ns, "whole-card", json!({"deviceClassName": whole}), None).await;
-    create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "whole-card", true)).await;
+    let vms = vm_class(ns, "vms").await;
+    one_request_template(ns, "vm-card", json!({"deviceClassName": vms}), None).await;
+    create(&ns.api::<Pod>(), &vm_pod("vm", node.s.node.name(), "vm-card", true)).await;
     let message = node.wait_prepare_failure_on_pod().await;
     assert!(message.contains("bare"), "the reason names bare metal: {message}");
     assert!(node.kubelet.prepared(ns.name(), "vm").is_none());

@@ -140,7 +140,19 @@ async fn start_publisher(
         async move {
             // The cards never change in this test; the sender lives as long as the publisher.
             let _cards = cards_sender;
-            slice_publication::run(client, config, cards_receiver, catalog_sender, metrics, shutdown).await
+            let (all_devices, _) = watch::channel(DeviceCatalog::new());
+            slice_publication::run(
+                client,
+                config,
+                cards_receiver,
+                slice_publication::PublishedSenders {
+                    catalog: catalog_sender,
+                    all_devices,
+                },
+                metrics,
+                shutdown,
+            )
+            .await
         }
     });
     let published = tokio::time::timeout(

@@ -18,6 +18,7 @@ pub const INTEL: u16 = 0x8086;
 pub const CLASS_VGA: u32 = 0x03_00_00;
 pub const CLASS_3D: u32 = 0x03_02_00;
 pub const CLASS_AUDIO: u32 = 0x04_03_00;
+pub const CLASS_ETHERNET: u32 = 0x02_00_00;
 pub const CLASS_PCI_BRIDGE: u32 = 0x06_04_00;
 
 /// One PCI function of a fixture host.
@@ -94,6 +95,11 @@ impl FixtureDevice {
     /// `1002 0e3a Radeon RX 6900 XT`, bound to `amdgpu`.
     pub fn radeon_rx_6900_xt(address: &str) -> Self {
         Self::new(address, CLASS_VGA, AMD, 0x73bf, (AMD, 0x0e3a)).with_driver("amdgpu")
+    }
+
+    /// Intel I350 network card, pci.ids `8086 1521 I350 Gigabit Network Connection`, bound to `igb`.
+    pub fn i350_nic(address: &str) -> Self {
+        Self::new(address, CLASS_ETHERNET, INTEL, 0x1521, (INTEL, 0x0001)).with_driver("igb")
     }
 
     /// Intel root port, pci.ids `8086 2030 Sky Lake-E PCI Express Root Port A`,

@@ -21,7 +21,9 @@ mod nvidia_driver_proc;
 mod sysfs_layout;
 mod tool_stand_ins;
 
-pub use fixture_device::{AMD, CLASS_3D, CLASS_AUDIO, CLASS_PCI_BRIDGE, CLASS_VGA, FixtureDevice, INTEL, NVIDIA};
+pub use fixture_device::{
+    AMD, CLASS_3D, CLASS_AUDIO, CLASS_ETHERNET, CLASS_PCI_BRIDGE, CLASS_VGA, FixtureDevice, INTEL, NVIDIA,
+};
 pub use host_tree::{HostTree, PCI_IDS_EXCERPT, PCI_IDS_PATH};
 pub use kernel_emulator::KernelEmulator;
 pub use kernel_uevent::{KernelAction, UEventPayload, kernel_uevent};

@@ -30,6 +30,9 @@ pub enum NamedHost {
     VmQemu,
     /// An A30 host whose DMI cannot be read (no /sys/class/dmi).
     DmiUnreadable,
+    /// An A30 (0000:01:00.0) and an Intel I350 network card (0000:02:00.0, `igb`) in one IOMMU
+    /// group, as on a board without ACS isolation: the card must not be passed through.
+    A30SharedIommuGroup,
 }
 
 /// The addresses of the eight GPUs of `a100-sxm-x8`, as on a DGX A100.
@@ -57,7 +60,7 @@ pub const HGX_H100_GPU_ADDRESSES: [&str; 8] = [
 ];
 
 impl NamedHost {
-    pub const ALL: [NamedHost; 8] = [
+    pub const ALL: [NamedHost; 9] = [
         Self::A30Pcie,
         Self::A100SxmX8,
         Self::H100Pcie,
@@ -66,6 +69,7 @@ impl NamedHost {
         Self::NonNvidiaGpu,
         Self::VmQemu,
         Self::DmiUnreadable,
+        Self::A30SharedIommuGroup,
     ];
 
     /// The fixture's name, e.g. `a30-pcie`.
@@ -79,6 +83,7 @@ impl NamedHost {
             Self::NonNvidiaGpu => "non-nvidia-gpu",
             Self::VmQemu => "vm-qemu",
             Self::DmiUnreadable => "dmi-unreadable",
+            Self::A30SharedIommuGroup => "a30-nic-shared-group",
         }
     }
 
@@ -147,6 +152,11 @@ impl NamedHost {
             Self::DmiUnreadable => {
                 host.remove_dmi();
                 place_behind_root_port(host, FixtureDevice::a30_pcie("0000:01:00.0").with_iommu_group(13));
+            }
+            Self::A30SharedIommuGroup => {
+                host.write_dmi("PowerEdge R750xa", "Dell Inc.");
+                place_behind_root_port(host, FixtureDevice::a30_pcie("0000:01:00.0").with_iommu_group(13));
+                place_behind_root_port(host, FixtureDevice::i350_nic("0000:02:00.0").with_iommu_group(13));
             }
         }
         host.write_boot_id(FIXTURE_BOOT_ID);

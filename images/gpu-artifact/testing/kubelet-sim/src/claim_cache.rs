@@ -3,15 +3,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::dra_client::ClaimId;
+use crate::dra_client::{ClaimId, PreparedDeviceInfo};
 use crate::pod_claims::ReadyClaim;
+
+/// A prepared claim's devices by driver (the kubelet's `ClaimInfo.DriverState`).
+pub(crate) type DriverDevices = BTreeMap<String, Vec<PreparedDeviceInfo>>;
 
 #[derive(Debug, Clone)]
 pub(crate) struct CachedClaim {
     pub id: ClaimId,
     pub drivers: BTreeSet<String>,
     /// Set once NodePrepareResources succeeded for the claim.
-    pub cdi_ids: Option<Vec<String>>,
+    pub devices: Option<DriverDevices>,
     pub pods: BTreeSet<String>,
 }
 
@@ -30,25 +33,35 @@ impl ClaimCache {
             let cached = self.claims.entry(claim.id.uid.clone()).or_insert_with(|| CachedClaim {
                 id: claim.id.clone(),
                 drivers: claim.drivers.clone(),
-                cdi_ids: None,
+                devices: None,
                 pods: BTreeSet::new(),
             });
             cached.pods.insert(pod_uid.to_owned());
-            if cached.cdi_ids.is_none() {
+            if cached.devices.is_none() {
                 to_prepare.push(claim.clone());
             }
         }
         to_prepare
     }
 
-    pub(crate) fn set_prepared(&mut self, claim_uid: &str, cdi_ids: Vec<String>) {
+    pub(crate) fn set_prepared(&mut self, claim_uid: &str, devices: DriverDevices) {
         if let Some(cached) = self.claims.get_mut(claim_uid) {
-            cached.cdi_ids = Some(cdi_ids);
+            cached.devices = Some(devices);
         }
     }
 
+    /// The CDI ids of a prepared claim's devices, in driver order.
     pub(crate) fn cdi_ids(&self, claim_uid: &str) -> Option<Vec<String>> {
-        self.claims.get(claim_uid).and_then(|c| c.cdi_ids.clone())
+        let devices = self.claims.get(claim_uid)?.devices.as_ref()?;
+        Some(devices.values().flatten().flat_map(|d| d.cdi_ids.clone()).collect())
+    }
+
+    /// The devices of the prepared claim `namespace/name`.
+    pub(crate) fn devices_of(&self, namespace: &str, name: &str) -> Option<DriverDevices> {
+        self.claims
+            .values()
+            .find(|c| c.id.namespace == namespace && c.id.name == name)
+            .and_then(|c| c.devices.clone())
     }
 
     /// Removes `pod_uid` from every claim; returns the claims no Pod uses any more (to unprepare).
@@ -94,7 +107,18 @@ mod tests {
     fn a_shared_claim_is_prepared_once_and_released_by_its_last_pod() {
         let mut cache = ClaimCache::default();
         assert_eq!(cache.use_claims("pod-a", &[claim("shared")]), vec![claim("shared")]);
-        cache.set_prepared("uid-shared", vec!["cdi/x".into()]);
+        let device = PreparedDeviceInfo {
+            request_names: vec![],
+            pool: "p".into(),
+            device: "gpu0".into(),
+            cdi_ids: vec!["cdi/x".into()],
+        };
+        cache.set_prepared(
+            "uid-shared",
+            BTreeMap::from([("gpu.deckhouse.io".to_owned(), vec![device])]),
+        );
+        assert_eq!(cache.cdi_ids("uid-shared"), Some(vec!["cdi/x".to_owned()]));
+        assert!(cache.devices_of("ns", "shared").is_some());
         assert!(
             cache.use_claims("pod-b", &[claim("shared")]).is_empty(),
             "already prepared"

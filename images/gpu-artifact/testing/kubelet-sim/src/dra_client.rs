@@ -22,14 +22,24 @@ impl std::fmt::Display for ClaimId {
     }
 }
 
+/// One device of a prepared claim, as NodePrepareResources returned it (the kubelet keeps these in
+/// its claim info cache: health reports and `allocatedResourcesStatus` are keyed by them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedDeviceInfo {
+    pub request_names: Vec<String>,
+    pub pool: String,
+    pub device: String,
+    pub cdi_ids: Vec<String>,
+}
+
 #[derive(Clone)]
 pub(crate) struct DraClient {
     version: DraVersion,
     channel: Channel,
 }
 
-/// Per claim UID: the CDI ids of its devices, or the plugin's error.
-type Answers = HashMap<String, Result<Vec<String>, String>>;
+/// Per claim UID: its devices, or the plugin's error.
+type Answers = HashMap<String, Result<Vec<PreparedDeviceInfo>, String>>;
 
 /// The two calls the kubelet makes, named as in its messages.
 #[derive(Debug, Clone, Copy)]
@@ -69,12 +79,17 @@ impl DraClient {
         Self { version, channel }
     }
 
-    /// NodePrepareResources: the CDI ids of each claim, or every problem the kubelet would report.
+    /// The connection to the plugin's socket (its health service is served there too).
+    pub(crate) fn channel(&self) -> Channel {
+        self.channel.clone()
+    }
+
+    /// NodePrepareResources: the devices of each claim, or every problem the kubelet would report.
     pub(crate) async fn prepare(
         &self,
         claims: &[ClaimId],
         timeout: Duration,
-    ) -> Result<BTreeMap<ClaimId, Vec<String>>, Vec<String>> {
+    ) -> Result<BTreeMap<ClaimId, Vec<PreparedDeviceInfo>>, Vec<String>> {
         self.checked_call(DraCall::Prepare, claims, timeout).await
     }
 
@@ -89,12 +104,12 @@ impl DraClient {
         call: DraCall,
         claims: &[ClaimId],
         timeout: Duration,
-    ) -> Result<BTreeMap<ClaimId, Vec<String>>, Vec<String>> {
+    ) -> Result<BTreeMap<ClaimId, Vec<PreparedDeviceInfo>>, Vec<String>> {
         let answers = timed(call.method(), self.version, timeout, self.send(call, claims)).await?;
         check_answers(call.method(), claims, answers)
     }
 
-    /// The gRPC call itself; an unprepared claim answers with no CDI ids.
+    /// The gRPC call itself; an unprepared claim answers with no devices.
     async fn send(&self, call: DraCall, claims: &[ClaimId]) -> Result<Answers, tonic::Status> {
         with_dra_api!(self.version, api => {
             let mut client = api::dra_plugin_client::DraPluginClient::new(self.channel.clone());
@@ -112,7 +127,15 @@ impl DraClient {
                     let answers = client.node_prepare_resources(request).await?.into_inner().claims;
                     answers
                         .into_iter()
-                        .map(|(uid, a)| (uid, per_claim(a.error, a.devices.into_iter().flat_map(|d| d.cdi_device_ids))))
+                        .map(|(uid, a)| {
+                            let devices = a.devices.into_iter().map(|d| PreparedDeviceInfo {
+                                request_names: d.request_names,
+                                pool: d.pool_name,
+                                device: d.device_name,
+                                cdi_ids: d.cdi_device_ids,
+                            });
+                            (uid, per_claim(a.error, devices))
+                        })
                         .collect()
                 }
                 DraCall::Unprepare => {
@@ -125,9 +148,12 @@ impl DraClient {
     }
 }
 
-fn per_claim(error: String, cdi_ids: impl IntoIterator<Item = String>) -> Result<Vec<String>, String> {
+fn per_claim(
+    error: String,
+    devices: impl IntoIterator<Item = PreparedDeviceInfo>,
+) -> Result<Vec<PreparedDeviceInfo>, String> {
     if error.is_empty() {
-        Ok(cdi_ids.into_iter().collect())
+        Ok(devices.into_iter().collect())
     } else {
         Err(error)
     }
@@ -156,13 +182,13 @@ fn check_answers(
     method: &str,
     claims: &[ClaimId],
     mut answers: Answers,
-) -> Result<BTreeMap<ClaimId, Vec<String>>, Vec<String>> {
+) -> Result<BTreeMap<ClaimId, Vec<PreparedDeviceInfo>>, Vec<String>> {
     let mut errors = Vec::new();
     let mut prepared = BTreeMap::new();
     for claim in claims {
         match answers.remove(&claim.uid) {
-            Some(Ok(cdi_ids)) => {
-                prepared.insert(claim.clone(), cdi_ids);
+            Some(Ok(devices)) => {
+                prepared.insert(claim.clone(), devices);
             }
             Some(Err(error)) => errors.push(format!("{method} failed for ResourceClaim {claim}: {error}")),
             None => errors.push(format!("{method} left out ResourceClaim {claim} (uid {})", claim.uid)),
@@ -188,10 +214,19 @@ mod tests {
         }
     }
 
+    fn device(cdi: &str) -> PreparedDeviceInfo {
+        PreparedDeviceInfo {
+            request_names: vec![],
+            pool: "p".into(),
+            device: "gpu0".into(),
+            cdi_ids: vec![cdi.into()],
+        }
+    }
+
     #[test]
     fn left_out_failed_and_unknown_claims_are_all_errors() {
         let answers = HashMap::from([
-            ("uid-a".to_owned(), Ok(vec!["cdi/a".to_owned()])),
+            ("uid-a".to_owned(), Ok(vec![device("cdi/a")])),
             ("uid-b".to_owned(), Err("busy".to_owned())),
             ("uid-x".to_owned(), Ok(vec![])),
         ]);
@@ -207,9 +242,9 @@ mod tests {
     }
 
     #[test]
-    fn complete_answers_give_each_claims_cdi_ids() {
-        let answers = HashMap::from([("uid-a".to_owned(), Ok(vec!["cdi/a".to_owned()]))]);
+    fn complete_answers_give_each_claims_devices() {
+        let answers = HashMap::from([("uid-a".to_owned(), Ok(vec![device("cdi/a")]))]);
         let prepared = check_answers("NodePrepareResources", &[claim("a")], answers).unwrap();
-        assert_eq!(prepared, BTreeMap::from([(claim("a"), vec!["cdi/a".to_owned()])]));
+        assert_eq!(prepared, BTreeMap::from([(claim("a"), vec![device("cdi/a")])]));
     }
 }

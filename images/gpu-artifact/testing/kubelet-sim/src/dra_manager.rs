@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::Api;
 
-use crate::claim_cache::CachedClaim;
+use crate::claim_cache::{CachedClaim, DriverDevices};
 use crate::dra_client::ClaimId;
 use crate::pod_claims::{pod_claim_names, ready_claim};
 use crate::sim::SimShared;
@@ -39,7 +39,7 @@ pub(crate) async fn prepare_pod(shared: &SimShared, pod: &Pod) -> Result<BTreeMa
     let mut cache = shared.cache.lock().await;
     let to_prepare = cache.use_claims(&pod_uid, &ready);
     let mut errors = Vec::new();
-    let mut cdi_ids: BTreeMap<ClaimId, Vec<String>> = BTreeMap::new();
+    let mut devices: BTreeMap<ClaimId, DriverDevices> = BTreeMap::new();
     let mut failed: BTreeSet<ClaimId> = BTreeSet::new();
     for (driver, claims) in by_driver(to_prepare.iter().map(|c| (&c.id, &c.drivers))) {
         shared.count_calls(&claims, |counts| counts.prepare += 1);
@@ -48,9 +48,9 @@ pub(crate) async fn prepare_pod(shared: &SimShared, pod: &Pod) -> Result<BTreeMa
             Err(error) => Err(vec![error]),
         };
         match outcome {
-            Ok(prepared) => prepared
-                .into_iter()
-                .for_each(|(claim, ids)| cdi_ids.entry(claim).or_default().extend(ids)),
+            Ok(prepared) => prepared.into_iter().for_each(|(claim, prepared)| {
+                devices.entry(claim).or_default().insert(driver.clone(), prepared);
+            }),
             Err(driver_errors) => {
                 failed.extend(claims);
                 errors.extend(driver_errors);
@@ -58,7 +58,7 @@ pub(crate) async fn prepare_pod(shared: &SimShared, pod: &Pod) -> Result<BTreeMa
         }
     }
     for claim in to_prepare.iter().filter(|c| !failed.contains(&c.id)) {
-        cache.set_prepared(&claim.id.uid, cdi_ids.remove(&claim.id).unwrap_or_default());
+        cache.set_prepared(&claim.id.uid, devices.remove(&claim.id).unwrap_or_default());
     }
     if !errors.is_empty() {
         return Err(NotPrepared::Failed(format!(

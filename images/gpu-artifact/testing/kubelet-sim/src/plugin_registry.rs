@@ -14,7 +14,8 @@ use kubelet_plugin_api::registration::{InfoRequest, PluginInfo, RegistrationStat
 
 use crate::DraVersion;
 use crate::dra_client::DraClient;
-use crate::versions::choose_version;
+use crate::health_stream::HealthHub;
+use crate::versions::{HealthVersion, choose_version};
 
 /// The plugin type a DRA driver must register with.
 const DRA_PLUGIN_TYPE: &str = "DRAPlugin";
@@ -27,6 +28,8 @@ pub struct PluginRegistration {
     pub endpoint: String,
     /// The DRA service in use; None when the registration was rejected.
     pub version: Option<DraVersion>,
+    /// The health service the kubelet streams from; None when it watches none for this plugin.
+    pub health: Option<HealthVersion>,
     /// Why the registration was rejected (what the plugin was told).
     pub error: Option<String>,
     /// How many times this driver completed the handshake (a restarted plugin registers again).
@@ -36,13 +39,21 @@ pub struct PluginRegistration {
 /// Device, inode and change time of a socket file: a recreated socket (a restarted plugin) differs.
 type SocketIdentity = (u64, u64, i64, i64);
 
-#[derive(Default)]
 pub(crate) struct PluginRegistry {
     registrations: Mutex<BTreeMap<String, PluginRegistration>>,
     clients: Mutex<BTreeMap<String, DraClient>>,
+    health: Arc<HealthHub>,
 }
 
 impl PluginRegistry {
+    pub(crate) fn new(health: Arc<HealthHub>) -> Self {
+        Self {
+            registrations: Mutex::default(),
+            clients: Mutex::default(),
+            health,
+        }
+    }
+
     pub(crate) fn registrations(&self) -> BTreeMap<String, PluginRegistration> {
         self.registrations.lock().unwrap().clone()
     }
@@ -102,14 +113,22 @@ impl PluginRegistry {
             Ok((version, client)) => (Some(version), Some(client), None),
             Err(error) => (None, None, Some(error)),
         };
+        let health = client
+            .as_ref()
+            .and_then(|_| self.health.watch.choose(&info.supported_versions));
         let registration = PluginRegistration {
             driver: info.name.clone(),
             registration_socket: socket.to_owned(),
             endpoint: info.endpoint.clone(),
             version,
+            health,
             error: error.clone(),
             handshakes: 0,
         };
+        match (&client, health) {
+            (Some(client), Some(health)) => self.health.start(&info.name, health, client.channel()),
+            _ => self.health.stop(&info.name),
+        }
         self.record(registration, client);
         let status = RegistrationStatus {
             plugin_registered: error.is_none(),
@@ -146,8 +165,10 @@ impl PluginRegistry {
         let registrations = self.registrations.lock().unwrap();
         let mut clients = self.clients.lock().unwrap();
         for registration in registrations.values() {
-            if !sockets.contains_key(&registration.registration_socket) {
-                clients.remove(&registration.driver);
+            if !sockets.contains_key(&registration.registration_socket)
+                && clients.remove(&registration.driver).is_some()
+            {
+                self.health.stop(&registration.driver);
             }
         }
     }

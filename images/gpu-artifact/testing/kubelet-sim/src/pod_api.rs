@@ -66,6 +66,76 @@ pub(crate) async fn set_running(client: &Client, pod: &Pod) -> kube::Result<()> 
     Ok(())
 }
 
+/// The Pod's container statuses as stored, with each container's `allocatedResourcesStatus` set to
+/// `statuses` (an empty list removes it).
+fn with_resource_health(pod: &Pod, statuses: &crate::pod_health::ResourceStatuses) -> (Vec<Value>, Vec<Value>) {
+    let stored: Vec<Value> = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.clone())
+        .unwrap_or_default()
+        .iter()
+        .map(|status| serde_json::to_value(status).unwrap_or_default())
+        .collect();
+    let containers = stored
+        .iter()
+        .map(|status| {
+            let mut value = status.clone();
+            let entries = status["name"].as_str().and_then(|name| statuses.get(name));
+            match entries.filter(|entries| !entries.is_empty()) {
+                Some(entries) => value["allocatedResourcesStatus"] = json!(entries),
+                None => {
+                    if let Some(object) = value.as_object_mut() {
+                        object.remove("allocatedResourcesStatus");
+                    }
+                }
+            }
+            value
+        })
+        .collect();
+    (stored, containers)
+}
+
+/// Whether the stored Pod shows `statuses`, messages aside: the typed Pod this simulator reads
+/// (k8s-openapi's 1.34 types) has no `message` field, so it cannot tell whether a message is stored.
+/// Other status writes replace the container statuses and drop the field: then it is not shown.
+pub(crate) fn shows_resource_health(pod: &Pod, statuses: &crate::pod_health::ResourceStatuses) -> bool {
+    let (stored, mut containers) = with_resource_health(pod, statuses);
+    for container in &mut containers {
+        for entry in container["allocatedResourcesStatus"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
+            for resource in entry["resources"].as_array_mut().into_iter().flatten() {
+                if let Some(resource) = resource.as_object_mut() {
+                    resource.remove("message");
+                }
+            }
+        }
+    }
+    containers == stored
+}
+
+/// Writes each container's `allocatedResourcesStatus` (an empty list removes it), keeping the rest
+/// of the container statuses as stored. Only over the Pod as `pod` saw it (a resourceVersion
+/// precondition): the list is written whole, and a stale copy would take back newer statuses.
+pub(crate) async fn set_resource_health(
+    client: &Client,
+    pod: &Pod,
+    statuses: &crate::pod_health::ResourceStatuses,
+) -> kube::Result<()> {
+    let (_, containers) = with_resource_health(pod, statuses);
+    let patch = json!({
+        "metadata": {"resourceVersion": pod.metadata.resource_version},
+        "status": {"containerStatuses": containers},
+    });
+    pods(client, pod)
+        .patch_status(&name(pod), &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
+    Ok(())
+}
+
 /// Finalises a terminating Pod as the kubelet does once its resources are released.
 pub(crate) async fn delete_now(client: &Client, pod: &Pod) -> kube::Result<()> {
     let params = DeleteParams {

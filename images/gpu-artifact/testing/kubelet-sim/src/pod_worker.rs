@@ -3,14 +3,16 @@
 //! claims before finalising the deletion.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::watch;
 
 use crate::dra_manager::{NotPrepared, prepare_pod, unprepare_claims};
 use crate::pod_api::{self, FAILED_PREPARE_REASON, FAILED_UNPREPARE_REASON};
+use crate::pod_health::allocated_resources_status;
 use crate::sim::SimShared;
+use crate::versions::HealthWatch;
 
 /// The latest version of the Pod from the watch; None once the API server no longer has it.
 pub(crate) type PodUpdates = watch::Receiver<Option<Pod>>;
@@ -30,7 +32,7 @@ pub(crate) async fn run(shared: Arc<SimShared>, mut updates: PodUpdates) {
             .prepared_pods
             .insert(key.clone(), prepared);
         report_running(&shared, &pod, &mut updates).await;
-        let _ = updates.wait_for(|pod| pod.as_ref().is_none_or(is_leaving)).await;
+        follow_health(&shared, &mut updates).await;
     }
 
     release_claims(&shared, &uid, &first, &mut updates).await;
@@ -81,6 +83,49 @@ async fn report_running(shared: &SimShared, pod: &Pod, updates: &mut PodUpdates)
             return;
         }
         backoff = (backoff * 2).min(shared.options.backoff_max);
+    }
+}
+
+/// While the Pod runs, keeps its `allocatedResourcesStatus` equal to what the health cache says, as
+/// the kubelet does on every status update: at once when a device's health changes, and at each
+/// status sync (a device whose reports stopped turns Unknown). Nothing without the health gate.
+async fn follow_health(shared: &SimShared, updates: &mut PodUpdates) {
+    if shared.options.health == HealthWatch::Off {
+        let _ = updates.wait_for(|pod| pod.as_ref().is_none_or(is_leaving)).await;
+        return;
+    }
+    let mut changed = shared.health.changed.subscribe();
+    let mut written = None;
+    loop {
+        let Some(pod) = current(updates).filter(|pod| !is_leaving(pod)) else {
+            return;
+        };
+        let want = {
+            let claims = shared.cache.lock().await;
+            let health = shared.health.cache.lock().unwrap();
+            allocated_resources_status(&pod, &claims, &health, shared.options.health_messages, Instant::now())
+        };
+        // Written again when the stored Pod lost it (other status writes replace the container
+        // statuses) or when it changed, its messages included; only once the Pod has container
+        // statuses to carry it.
+        let has_containers = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|c| !c.is_empty());
+        if has_containers && (written.as_ref() != Some(&want) || !pod_api::shows_resource_health(&pod, &want)) {
+            match pod_api::set_resource_health(&shared.client, &pod, &want).await {
+                Ok(()) => written = Some(want),
+                Err(error) => {
+                    tracing::warn!(pod = %pod_api::key(&pod), %error, "could not write allocatedResourcesStatus")
+                }
+            }
+        }
+        tokio::select! {
+            _ = changed.changed() => {}
+            _ = tokio::time::sleep(shared.options.status_sync) => {}
+            _ = updates.wait_for(|pod| pod.as_ref().is_none_or(is_leaving)) => return,
+        }
     }
 }
 

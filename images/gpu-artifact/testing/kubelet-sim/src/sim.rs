@@ -17,8 +17,10 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::claim_cache::ClaimCache;
 use crate::dra_client::ClaimId;
+use crate::health_stream::HealthHub;
 use crate::observations::{CallCounts, Observations};
 use crate::plugin_registry::{PluginRegistration, PluginRegistry};
+use crate::versions::HealthWatch;
 use crate::{DraVersion, pod_worker};
 
 /// The kubelet's timing, shortened only where a test needs it.
@@ -33,6 +35,14 @@ pub struct KubeletSimOptions {
     pub backoff_max: Duration,
     /// How often the plugin registry directory and not-yet-ready claims are looked at.
     pub poll_interval: Duration,
+    /// Whether and in which version the kubelet streams device health (`ResourceHealthStatus`).
+    pub health: HealthWatch,
+    /// Whether `allocatedResourcesStatus` carries the plugin's message (`ResourceHealthStatusMessage`,
+    /// beta and on from 1.36; the 1.34 API has no such field).
+    pub health_messages: bool,
+    /// How often a running Pod's status is written again without a health change (the kubelet's
+    /// status sync), which turns a device Unknown when its reports stopped.
+    pub status_sync: Duration,
 }
 
 impl Default for KubeletSimOptions {
@@ -43,6 +53,27 @@ impl Default for KubeletSimOptions {
             backoff_initial: Duration::from_secs(1),
             backoff_max: Duration::from_secs(16),
             poll_interval: Duration::from_millis(150),
+            health: HealthWatch::kubelet_1_37(),
+            health_messages: true,
+            status_sync: Duration::from_secs(10),
+        }
+    }
+}
+
+impl KubeletSimOptions {
+    /// The defaults of a kubelet of the API server's release `minor`: 1.34 with the
+    /// `ResourceHealthStatus` gate on (as the test bed runs it) streams v1alpha1 and writes no
+    /// message; 1.37 negotiates v1 and writes messages.
+    pub fn for_release(minor: u32) -> Self {
+        let (health, health_messages) = if minor >= 37 {
+            (HealthWatch::kubelet_1_37(), true)
+        } else {
+            (HealthWatch::Always(crate::HealthVersion::V1alpha1), minor >= 36)
+        };
+        Self {
+            health,
+            health_messages,
+            ..Self::default()
         }
     }
 }
@@ -56,6 +87,7 @@ pub(crate) struct SimShared {
     pub cache: tokio::sync::Mutex<ClaimCache>,
     pub observed: Mutex<Observations>,
     pub recorder: Recorder,
+    pub health: Arc<HealthHub>,
 }
 
 impl SimShared {
@@ -89,10 +121,12 @@ impl KubeletSim {
             controller: "kubelet".into(),
             instance: Some(node_name.clone()),
         };
+        let health = Arc::new(HealthHub::new(options.health.clone()));
         let shared = Arc::new(SimShared {
             client: client.clone(),
             options: options.clone(),
-            plugins: Arc::new(PluginRegistry::default()),
+            plugins: Arc::new(PluginRegistry::new(Arc::clone(&health))),
+            health,
             cache: tokio::sync::Mutex::new(ClaimCache::default()),
             observed: Mutex::new(Observations::default()),
             recorder: Recorder::new(client, reporter),
@@ -159,7 +193,9 @@ impl Drop for KubeletSim {
 async fn watch_pods(shared: Arc<SimShared>, node_name: String) {
     let api = Api::<Pod>::all(shared.client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
-    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    let mut events = watcher::watcher(api, config)
+        .backoff(controller_plumbing::WatchBackoff::default())
+        .boxed();
     let mut workers = JoinSet::new();
     let mut pods: HashMap<String, watch::Sender<Option<Pod>>> = HashMap::new();
     let mut relisted: Vec<String> = Vec::new();

@@ -29,6 +29,56 @@ impl std::fmt::Display for DraVersion {
     }
 }
 
+/// A DRA health service (KEP-4680) the simulated kubelet can stream from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HealthVersion {
+    V1,
+    V1beta1,
+    V1alpha1,
+}
+
+impl HealthVersion {
+    /// What a plugin lists in `supported_versions` for this service.
+    pub fn registration_name(self) -> &'static str {
+        match self {
+            HealthVersion::V1 => "v1.DRAResourceHealth",
+            HealthVersion::V1beta1 => "v1beta1.DRAResourceHealth",
+            HealthVersion::V1alpha1 => "v1alpha1.DRAResourceHealth",
+        }
+    }
+}
+
+/// Whether and how the kubelet watches a plugin's health, by release (`pkg/kubelet/cm/dra/plugin`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HealthWatch {
+    /// The `ResourceHealthStatus` gate is off: no stream, no `allocatedResourcesStatus`.
+    Off,
+    /// 1.34-1.36 with the gate on: always this version, whatever the plugin advertises.
+    Always(HealthVersion),
+    /// 1.37 and later: the first of the kubelet's list (newest first) that the plugin advertises;
+    /// none when it advertises none.
+    Negotiated(Vec<HealthVersion>),
+}
+
+impl HealthWatch {
+    /// The 1.37 kubelet: v1, else v1alpha1 (v1beta1 is not among what it knows).
+    pub fn kubelet_1_37() -> Self {
+        HealthWatch::Negotiated(vec![HealthVersion::V1, HealthVersion::V1alpha1])
+    }
+
+    /// The service this kubelet streams from for a plugin advertising `plugin_versions`.
+    pub(crate) fn choose(&self, plugin_versions: &[String]) -> Option<HealthVersion> {
+        match self {
+            HealthWatch::Off => None,
+            HealthWatch::Always(version) => Some(*version),
+            HealthWatch::Negotiated(kubelet) => kubelet
+                .iter()
+                .copied()
+                .find(|version| plugin_versions.iter().any(|v| v == version.registration_name())),
+        }
+    }
+}
+
 /// The kubelet's choice (`validateSupportedServices`): walk the plugin's list in its order.
 pub(crate) fn choose_version(plugin_versions: &[String], kubelet_versions: &[DraVersion]) -> Option<DraVersion> {
     plugin_versions.iter().find_map(|offered| {
@@ -58,6 +108,21 @@ mod tests {
             choose_version(&list(&["v1alpha1.DRAResourceHealth", "v1.DRAPlugin"]), &kubelet),
             Some(DraVersion::V1)
         );
+    }
+
+    #[test]
+    fn health_follows_the_release() {
+        let advertised = list(&["v1.DRAPlugin", "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]);
+        assert_eq!(HealthWatch::kubelet_1_37().choose(&advertised), Some(HealthVersion::V1));
+        let only_beta = list(&["v1.DRAPlugin", "v1beta1.DRAResourceHealth"]);
+        assert_eq!(
+            HealthWatch::kubelet_1_37().choose(&only_beta),
+            None,
+            "1.37 does not speak v1beta1"
+        );
+        let old = HealthWatch::Always(HealthVersion::V1alpha1);
+        assert_eq!(old.choose(&list(&["v1.DRAPlugin"])), Some(HealthVersion::V1alpha1));
+        assert_eq!(HealthWatch::Off.choose(&advertised), None);
     }
 
     #[test]

@@ -43,9 +43,40 @@ pub struct GpuState {
     pub gpu_instances: Vec<GpuInstanceState>,
     #[serde(default)]
     pub processes: Vec<ProcessState>,
-    /// The card fell off the bus: event waits report `NVML_ERROR_GPU_IS_LOST`.
+    /// Processes that hold the card open without a compute context (DCGM's `nv-hostengine`,
+    /// `nvidia-persistenced`): NVML's process lists do not show them, but like processes they keep
+    /// a MIG mode change pending ("In use by another client").
+    #[serde(default)]
+    pub clients: Vec<ClientState>,
+    /// The card fell off the bus: event waits and every query of the card report
+    /// `NVML_ERROR_GPU_IS_LOST`.
     #[serde(default)]
     pub lost: bool,
+    /// Uncorrectable memory errors since the driver loaded or the card was last reset (NVML's
+    /// volatile counter); a reset clears them.
+    #[serde(default)]
+    pub uncorrectable_errors_volatile: u64,
+    /// Uncorrectable memory errors over the card's life (NVML's aggregate counter).
+    #[serde(default)]
+    pub uncorrectable_errors_aggregate: u64,
+    #[serde(default)]
+    pub remapped_rows: RemappedRowsState,
+    /// `nvmlDeviceGpuRecoveryAction_t`: 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain
+    /// and reset.
+    #[serde(default)]
+    pub recovery_action: u32,
+}
+
+/// Row remapping as `nvmlDeviceGetRemappedRows` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemappedRowsState {
+    pub correctable: u32,
+    pub uncorrectable: u32,
+    /// A remapping waits for the next reset.
+    pub pending: bool,
+    /// A remapping failed: a reset does not repair it.
+    pub failure: bool,
 }
 
 impl GpuState {
@@ -103,6 +134,17 @@ pub struct ProcessState {
     pub gpu_instance_id: Option<u32>,
     #[serde(default)]
     pub compute_instance_id: Option<u32>,
+    /// What `nvmlSystemGetProcessName` answers for the pid.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// A process holding the card open without a compute context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientState {
+    pub pid: u32,
+    pub name: String,
 }
 
 /// An Xid that happened at `seq` (ordering across cards and processes).

@@ -11,7 +11,13 @@ use std::time::SystemTime;
 use crate::machine::Machine;
 use crate::pci::PciBusId;
 use crate::session::{MACHINE_FILE_NAME, STATE_FILE_NAME};
-use crate::state::{MockState, ProcessState, StateStore, XidEvent};
+use crate::state::{ClientState, MockState, ProcessState, StateStore, XidEvent};
+
+mod health_faults;
+
+pub use health_faults::{
+    RECOVERY_GPU_RESET, RECOVERY_NODE_REBOOT, RECOVERY_NONE, ResetRefused, recovery_action_after_xid,
+};
 
 /// The name NVML consumers dlopen.
 pub const LIBRARY_FILE_NAME: &str = "libnvidia-ml.so.1";
@@ -179,12 +185,23 @@ impl MockStateFile {
         self.update_gpu(pci_bus_id, |gpu| gpu.processes.retain(|p| p.pid != pid))
     }
 
+    /// A process starts holding the card open without a compute context (DCGM's nv-hostengine).
+    pub fn add_client(&self, pci_bus_id: &str, client: ClientState) -> io::Result<()> {
+        self.update_gpu(pci_bus_id, |gpu| gpu.clients.push(client))
+    }
+
+    pub fn remove_client(&self, pci_bus_id: &str, pid: u32) -> io::Result<()> {
+        self.update_gpu(pci_bus_id, |gpu| gpu.clients.retain(|c| c.pid != pid))
+    }
+
     /// Marks a card as fallen off the bus (or back).
     pub fn set_lost(&self, pci_bus_id: &str, lost: bool) -> io::Result<()> {
         self.update_gpu(pci_bus_id, |gpu| gpu.lost = lost)
     }
 
-    /// Records an Xid on a card now; waiting event sets deliver it.
+    /// Records an Xid on a card now; waiting event sets deliver it. Like the driver, it raises the
+    /// card's recovery action where the Xid's resolution asks for a reset or a reboot
+    /// ([`recovery_action_after_xid`]).
     pub fn inject_xid(
         &self,
         pci_bus_id: &str,
@@ -193,7 +210,13 @@ impl MockStateFile {
         compute_instance_id: Option<u32>,
     ) -> io::Result<()> {
         let pci_bus_id = self.known_card(pci_bus_id)?;
+        let index = self.machine.card_index(&pci_bus_id).unwrap_or_default();
+        let card = self.machine.cards[index].clone();
         self.store.update(|state| {
+            if let Some(action) = recovery_action_after_xid(xid) {
+                let gpu = state.gpu_mut(&card);
+                gpu.recovery_action = gpu.recovery_action.max(action);
+            }
             let seq = state.next_event_seq.max(1);
             state.next_event_seq = seq + 1;
             state.xid_events.push(XidEvent {

@@ -21,6 +21,7 @@ fn concurrent_updates_are_all_kept() {
                         used_gpu_memory_bytes: 0,
                         gpu_instance_id: None,
                         compute_instance_id: None,
+                        name: None,
                     };
                     state.add_process("0000:18:00.0", process).unwrap();
                     state.inject_xid("0000:2a:00.0", 48, None, None).unwrap();

@@ -36,6 +36,40 @@ impl TestCluster {
         })
     }
 
+    /// A control plane of `version` of the calling test alone (`name` names its directory), for
+    /// tests that stop and restart its servers; it stops when the test process exits.
+    pub async fn private(version: &str, name: &str) -> anyhow::Result<Self> {
+        let path = start_control_plane(version, name, None)?;
+        let kubeconfig = Kubeconfig::read_from(&path).with_context(|| format!("reading {}", path.display()))?;
+        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        Ok(Self {
+            kubeconfig: path,
+            config,
+        })
+    }
+
+    /// Kills server `component` (`etcd`, `kube-apiserver`, ...) of this control plane with SIGKILL
+    /// and starts it again with the same command line after `down`. Only for a [`Self::private`]
+    /// control plane: the shared one serves other tests.
+    pub fn restart(&self, component: &str, down: std::time::Duration) -> anyhow::Result<()> {
+        let dir = self.kubeconfig.parent().context("the control plane's directory")?;
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../..");
+        let output = Command::new(repo.join("tools/testbed/restart-component.sh"))
+            .arg(dir)
+            .arg(component)
+            .arg("KILL")
+            .arg(format!("{:.1}", down.as_secs_f64()))
+            .output()
+            .context("running tools/testbed/restart-component.sh")?;
+        if !output.status.success() {
+            bail!(
+                "restart-component.sh {component}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
+    }
+
     /// A fresh admin client bound to the calling test's runtime.
     pub fn client(&self) -> Client {
         Client::try_from(self.config.clone()).expect("the test bed kubeconfig makes a client")

@@ -114,6 +114,18 @@ impl ComponentProcess {
         None
     }
 
+    /// SIGKILL, as a crash or the OOM killer would: no handler runs, nothing is flushed. Waits for
+    /// the process to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

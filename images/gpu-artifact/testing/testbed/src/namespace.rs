@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
 use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
@@ -24,12 +25,21 @@ fn cluster_scoped_kinds() -> Vec<ApiResource> {
         ApiResource::erase::<DeviceClass>(&()),
         ApiResource::erase::<ClusterRoleBinding>(&()),
         ApiResource::erase::<ClusterRole>(&()),
+        ApiResource::erase::<ValidatingAdmissionPolicyBinding>(&()),
+        ApiResource::erase::<ValidatingAdmissionPolicy>(&()),
         ApiResource {
             group: "gpu.deckhouse.io".into(),
             version: "v1alpha1".into(),
             api_version: "gpu.deckhouse.io/v1alpha1".into(),
             kind: "PhysicalGPU".into(),
             plural: "physicalgpus".into(),
+        },
+        ApiResource {
+            group: "gpu.deckhouse.io".into(),
+            version: "v1alpha1".into(),
+            api_version: "gpu.deckhouse.io/v1alpha1".into(),
+            kind: "GPUClass".into(),
+            plural: "gpuclasses".into(),
         },
     ]
 }
@@ -44,7 +54,11 @@ pub struct TestNamespace {
 impl TestNamespace {
     /// Creates `t-<test>-xxxxx` and waits for its `default` ServiceAccount, which Pod admission needs.
     pub async fn create(test: &str) -> anyhow::Result<Self> {
-        let cluster = TestCluster::get().await?;
+        Self::create_in(TestCluster::get().await?, test).await
+    }
+
+    /// [`Self::create`] on `cluster` (a private control plane, say).
+    pub async fn create_in(cluster: TestCluster, test: &str) -> anyhow::Result<Self> {
         let client = cluster.client();
         let prefix: String = test
             .to_ascii_lowercase()

@@ -56,8 +56,8 @@ mod tests {
             "a port-0 bind never returns a held port"
         );
         // The server that was promised the port binds and listens on it (std sets SO_REUSEADDR).
-        let listener = std::net::TcpListener::bind(("127.0.0.1", reserved.number()))
-            .expect("the server binds its reserved port");
+        let listener =
+            std::net::TcpListener::bind(("127.0.0.1", reserved.number())).expect("the server binds its reserved port");
         let client = std::net::TcpStream::connect(("127.0.0.1", reserved.number())).unwrap();
         let (accepted, _) = listener.accept().unwrap();
         assert_eq!(accepted.peer_addr().unwrap(), client.local_addr().unwrap());

@@ -148,6 +148,42 @@ impl TestNamespace {
         Ok(())
     }
 
+    /// A token of ServiceAccount `account` (made by [`Self::client_as`]) bound to Pod `pod` of this
+    /// namespace, as the kubelet mounts one into a Pod: the API server records the Pod's node in the
+    /// token, and requests with it carry `authentication.kubernetes.io/node-name`.
+    pub async fn client_bound_to_pod(
+        &self,
+        account: &str,
+        pod: &k8s_openapi::api::core::v1::Pod,
+    ) -> anyhow::Result<Client> {
+        let accounts = Api::<ServiceAccount>::namespaced(self.client(), self.name());
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                audiences: vec![],
+                expiration_seconds: Some(3600),
+                bound_object_ref: Some(k8s_openapi::api::authentication::v1::BoundObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: pod.metadata.name.clone(),
+                    uid: pod.metadata.uid.clone(),
+                }),
+            },
+            ..TokenRequest::default()
+        };
+        let token = accounts
+            .create_token_request(account, &PostParams::default(), &request)
+            .await?
+            .status
+            .map(|status| status.token)
+            .ok_or_else(|| anyhow::anyhow!("TokenRequest for {account} bound to a Pod returned no token"))?;
+        let mut config = self.cluster().config().clone();
+        config.auth_info = AuthInfo {
+            token: Some(token.into()),
+            ..AuthInfo::default()
+        };
+        Ok(Client::try_from(config)?)
+    }
+
     /// RBAC is served from the authorizer's cache; wait until it allows the first rule.
     async fn wait_until_authorized(&self, client: &Client, account: &str, rule: &PolicyRule) -> anyhow::Result<()> {
         let user = format!("system:serviceaccount:{}:{account}", self.name());

@@ -1,7 +1,9 @@
 //! bootstrap-nodes: which nodes each node component runs on, from the PhysicalGPUs the node agents
 //! keep. The driver validator goes where NVIDIA cards are; gpu-handler, DCGM and dcgm-exporter where
 //! a card's driver is proven (DriverReady=True). Each list comes with a hash the templates put on the
-//! Pods, so a changed list rolls them.
+//! Pods, so a changed list rolls them. The templates keep every component off nodes of node-manager's
+//! NVIDIA stack and gpu-handler off nodes without CDI; this hook reports those nodes
+//! ([`super::unserved_nodes`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,10 +11,15 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use gpu_api::labels::{NODE_CDI, NODE_MANAGER_GPU};
+use time::OffsetDateTime;
+
+use super::unserved_nodes::{self, NodeLabels};
 use crate::protocol::{HookConfig, HookInput, HookMetadata, HookOutput, snapshot_binding};
 
 const NVIDIA: &str = "10de";
 const BINDING: &str = "physicalgpus";
+const NODES: &str = "nodes";
 /// One small object per PhysicalGPU: its node, its PCI vendor and its DriverReady status.
 const JQ_FILTER: &str = r#"{"node": (.status.nodeInfo.nodeName // .metadata.labels."gpu.deckhouse.io/node"), "vendor": .status.pciInfo.vendor.id, "driverReady": ([.status.conditions[]? | select(.type == "DriverReady") | .status][0] // "Unknown")}"#;
 
@@ -24,13 +31,10 @@ pub fn config() -> HookConfig {
             path: "gpu/bootstrap-nodes",
         },
         before_helm: Some(10),
-        kubernetes: vec![snapshot_binding(
-            BINDING,
-            "gpu.deckhouse.io/v1alpha1",
-            "PhysicalGPU",
-            JQ_FILTER,
-            true,
-        )],
+        kubernetes: vec![
+            snapshot_binding(BINDING, "gpu.deckhouse.io/v1alpha1", "PhysicalGPU", JQ_FILTER, true),
+            snapshot_binding(NODES, "v1", "Node", &node_filter(), true),
+        ],
         ..HookConfig::default()
     }
 }
@@ -83,19 +87,40 @@ pub fn list_hash(nodes: &BTreeSet<String>) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
+/// One small object per Node: its name and the two labels that decide whether the module serves it.
+fn node_filter() -> String {
+    format!(
+        r#"{{"name": .metadata.name, "cdi": (.metadata.labels."{NODE_CDI}" // ""), "nodeManagerGPU": (.metadata.labels // {{}} | has("{NODE_MANAGER_GPU}"))}}"#
+    )
+}
+
 pub fn run(input: &HookInput) -> HookOutput {
-    let gpus: Vec<NodeGpu> = input
-        .snapshot(BINDING)
-        .iter()
-        .filter_map(|item| serde_json::from_value(item.clone()).ok())
-        .collect();
-    let placement: serde_json::Map<String, Value> = place_components(&gpus)
+    run_at(input, OffsetDateTime::now_utc())
+}
+
+pub fn run_at(input: &HookInput, now: OffsetDateTime) -> HookOutput {
+    let gpus: Vec<NodeGpu> = parsed(input.snapshot(BINDING));
+    let placed = place_components(&gpus);
+    let mut output = HookOutput::default();
+    unserved_nodes::report(
+        &parsed::<NodeLabels>(input.snapshot(NODES)),
+        &placed.get("gpuHandler").cloned().unwrap_or_default(),
+        now,
+        &mut output,
+    );
+    let placement: serde_json::Map<String, Value> = placed
         .into_iter()
         .map(|(component, nodes)| (component.to_owned(), json!({"nodes": nodes, "hash": list_hash(&nodes)})))
         .collect();
-    let mut output = HookOutput::default();
     output.set_value("internal/bootstrap", Value::Object(placement));
     output
+}
+
+fn parsed<T: serde::de::DeserializeOwned>(items: &[Value]) -> Vec<T> {
+    items
+        .iter()
+        .filter_map(|item| serde_json::from_value(item.clone()).ok())
+        .collect()
 }
 
 #[cfg(test)]

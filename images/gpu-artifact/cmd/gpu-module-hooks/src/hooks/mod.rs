@@ -1,9 +1,11 @@
-//! Every hook, in the fixed order that is its index in `hook config` and `hook run <index>`.
+//! Every hook, in the fixed order that is its index in `hook config` and `hook run <index>`. Find a
+//! hook by its name in `hook config`, not by its index: the order changes when hooks come and go.
 
 mod bootstrap_nodes;
-mod ensure_crds;
-mod feature_discovery;
+mod cleanup_on_disable;
+mod feature_gates;
 mod tls_certificates;
+mod unserved_nodes;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,12 +24,8 @@ pub struct Hook {
 pub fn all() -> Vec<Hook> {
     vec![
         Hook {
-            config: ensure_crds::config(),
-            run: |input| Box::pin(ensure_crds::run(input)),
-        },
-        Hook {
-            config: feature_discovery::config(),
-            run: |input| Box::pin(feature_discovery::run(input)),
+            config: feature_gates::config(),
+            run: |input| Box::pin(feature_gates::run(input)),
         },
         Hook {
             config: tls_certificates::config(),
@@ -37,11 +35,21 @@ pub fn all() -> Vec<Hook> {
             config: bootstrap_nodes::config(),
             run: |input| Box::pin(async move { Ok(bootstrap_nodes::run(&input)) }),
         },
+        Hook {
+            config: cleanup_on_disable::config(),
+            run: |input| Box::pin(cleanup_on_disable::run(input)),
+        },
     ]
 }
 
-/// The JSON `hook config` prints: `{"version": "v1", "hooks": [...]}`.
+/// The bootstrap hook's run, for the binding-context properties of `protocol`.
+#[cfg(test)]
+pub(crate) fn bootstrap_nodes_for_properties(input: &HookInput) -> HookOutput {
+    bootstrap_nodes::run(input)
+}
+
+/// The JSON `hook config` prints: `{"version": "v1", "hooks": [...], "readiness": {...}}`.
 pub fn batch_config() -> String {
     let hooks: Vec<HookConfig> = all().into_iter().map(|h| h.config).collect();
-    json!({"version": "v1", "hooks": hooks}).to_string()
+    json!({"version": "v1", "hooks": hooks, "readiness": crate::readiness::config()}).to_string()
 }

@@ -21,8 +21,13 @@ const SERVICES: [&str; 1] = ["gpu-controller-metrics"];
 
 pub fn config() -> HookConfig {
     let mut secrets = snapshot_binding(BINDING, "v1", "Secret", JQ_FILTER, false);
-    secrets["nameSelector"] = json!({"matchNames": [ROOT_CA_SECRET, METRICS_SECRET]});
-    secrets["namespace"] = json!({"nameSelector": {"matchNames": ["d8-gpu"]}});
+    if let Some(binding) = secrets.as_object_mut() {
+        binding.insert(
+            "nameSelector".into(),
+            json!({"matchNames": [ROOT_CA_SECRET, METRICS_SECRET]}),
+        );
+        binding.insert("namespace".into(), json!({"nameSelector": {"matchNames": ["d8-gpu"]}}));
+    }
     HookConfig {
         config_version: "v1",
         metadata: HookMetadata {

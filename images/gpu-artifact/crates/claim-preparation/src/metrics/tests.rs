@@ -27,6 +27,7 @@ fn device(name: &str, target: OfferedDevice, mig_instance: Option<MigInstanceRec
         target,
         cdi_device_ids: vec![],
         mig_instance,
+        mig_create_attempted: false,
         sharing: None,
         vfio: None,
     }

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use serde::Deserialize;
+
 pub const D: &str = r#"device.attributes["gpu.deckhouse.io"]"#;
 pub const C: &str = r#"device.capacity["gpu.deckhouse.io"]"#;
 
@@ -142,7 +144,8 @@ pub const HAND_WRITTEN: &[&str] = &[
     r#"device.driver.split("").all(a, device.driver.split("").all(b, device.driver.split("").all(c, a + b + c != "")))"#,
 ];
 
-/// The selectors of the shipped examples (docs/examples/*.yaml, folded `expression: >-` blocks).
+/// The selectors of the shipped examples: hand-written DeviceClasses (folded `expression: >-`
+/// blocks) and what gpu-controller renders from the GPUClasses (docs/examples/*.yaml).
 pub fn example_selectors() -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../docs/examples");
     let mut found = Vec::new();
@@ -154,6 +157,7 @@ pub fn example_selectors() -> Vec<String> {
     files.sort();
     for file in files {
         let text = std::fs::read_to_string(&file).expect("example");
+        found.extend(rendered_selectors(&text));
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             if line.trim() != "expression: >-" {
@@ -170,6 +174,21 @@ pub fn example_selectors() -> Vec<String> {
     }
     assert!(found.len() >= 3, "the examples have selectors: {found:?}");
     found
+}
+
+/// The selectors of every GPUClass in `text`, as gpu-controller renders them.
+fn rendered_selectors(text: &str) -> Vec<String> {
+    let cel = dra_cel::SelectorCache::new();
+    serde_yaml::Deserializer::from_str(text)
+        .filter_map(|document| serde_yaml::Value::deserialize(document).ok())
+        .filter(|document| document["kind"] == "GPUClass")
+        .flat_map(|document| {
+            let class: gpu_api::GPUClass = serde_yaml::from_value(document).expect("a GPUClass");
+            let rendered = gpu_class::render(&class, &[], &cel).expect("the example renders");
+            rendered.device_class.spec.selectors.unwrap_or_default()
+        })
+        .filter_map(|selector| selector.cel.map(|c| c.expression))
+        .collect()
 }
 
 /// Expressions nested around cel-go's parser recursion limit of 250.

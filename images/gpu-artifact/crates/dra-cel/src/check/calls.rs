@@ -54,19 +54,18 @@ impl Checker<'_> {
     }
 
     fn check_optional_select(&mut self, id: u64, call: &mut CallExpr) {
-        if call.args.len() != 2 || call.target.is_some() {
+        let count = call.args.len();
+        let (None, [operand, field]) = (&call.target, call.args.as_mut_slice()) else {
             let member = if call.target.is_some() { " member call with" } else { "" };
-            let message = format!(
-                "unsupported optional field selection: incorrect signature.{member} argument count: {}",
-                call.args.len()
-            );
+            let message =
+                format!("unsupported optional field selection: incorrect signature.{member} argument count: {count}");
             return self.error(id, message);
-        }
-        let field = match &call.args[1].expr {
-            Expr::Literal(LiteralValue::String(s)) => s.inner().to_owned(),
-            _ => return self.error(call.args[1].id, "unsupported optional field selection".to_owned()),
         };
-        let result = self.check_select_field(id, &mut call.args[0], &field, true);
+        let field = match &field.expr {
+            Expr::Literal(LiteralValue::String(s)) => s.inner().to_owned(),
+            _ => return self.error(field.id, "unsupported optional field selection".to_owned()),
+        };
+        let result = self.check_select_field(id, operand, &field, true);
         let t = self.mapping.substitute(&result, false);
         self.set_type(id, t);
         self.overloads.insert(id, vec!["select_optional_field".to_owned()]);
@@ -94,9 +93,9 @@ impl Checker<'_> {
             }
             if name == "_&&_" || name == "_||_" {
                 let mut failed = false;
-                for (i, t) in arg_types.iter().enumerate() {
+                for (t, arg) in arg_types.iter().zip(args) {
                     if !self.is_assignable(t, &CelType::Bool) {
-                        self.error(args[i].id, format!("expected type 'bool' but found '{}'", t.format()));
+                        self.error(arg.id, format!("expected type 'bool' but found '{}'", t.format()));
                         failed = true;
                     }
                 }
@@ -133,9 +132,9 @@ impl Checker<'_> {
                     .iter()
                     .map(|t| self.mapping.substitute(t, true).format())
                     .collect();
-                let signature = match target {
-                    Some(_) => format!("{}.({})", shown[0], shown[1..].join(", ")),
-                    None => format!("({})", shown.join(", ")),
+                let signature = match (target, shown.split_first()) {
+                    (Some(_), Some((receiver, rest))) => format!("{receiver}.({})", rest.join(", ")),
+                    _ => format!("({})", shown.join(", ")),
                 };
                 self.error(
                     id,

@@ -173,9 +173,11 @@ impl<'d> Checker<'d> {
     }
 
     fn check_select(&mut self, e: &mut IdedExpr) {
-        if let Some(names) = qualifiers(e) {
-            let shadowed = self.local(&names[0]).is_some();
-            if !shadowed || names[0].starts_with('.') {
+        if let Some(names) = qualifiers(e)
+            && let Some(head) = names.first()
+        {
+            let shadowed = self.local(head).is_some();
+            if !shadowed || head.starts_with('.') {
                 let joined = names.join(".");
                 let global = joined.trim_start_matches('.');
                 if let Some(t) = identifier(global) {

@@ -39,9 +39,10 @@ static DECLARATIONS: LazyLock<[Declarations; 2]> = LazyLock::new(|| {
 });
 
 pub(crate) fn declarations(release: KubernetesRelease) -> &'static Declarations {
+    let [v1_34, v1_37] = &*DECLARATIONS;
     match release {
-        KubernetesRelease::V1_34 => &DECLARATIONS[0],
-        KubernetesRelease::V1_37 => &DECLARATIONS[1],
+        KubernetesRelease::V1_34 => v1_34,
+        KubernetesRelease::V1_37 => v1_37,
     }
 }
 
@@ -79,9 +80,13 @@ impl Declarations {
 
     /// Every overload as (function, overload), in table order.
     pub(crate) fn all(&self) -> impl Iterator<Item = (&str, &Overload)> {
-        self.order
-            .iter()
-            .flat_map(move |name| self.functions[name].iter().map(move |o| (name.as_str(), o)))
+        self.order.iter().flat_map(move |name| {
+            self.functions
+                .get(name)
+                .into_iter()
+                .flatten()
+                .map(move |o| (name.as_str(), o))
+        })
     }
 }
 
@@ -158,14 +163,23 @@ pub fn declared_overloads(release: KubernetesRelease) -> Vec<DeclaredOverload> {
 /// `struct:N`, `opaque:N` or `opaque:N(P, ...)`, `list(T)`, `map(K, V)`, `type` and `type(T)`.
 pub(crate) fn parse_type(text: &str) -> Option<CelType> {
     let text = text.trim();
-    let (head, params) = match text.find('(') {
-        Some(open) if text.ends_with(')') => (&text[..open], split_params(&text[open + 1..text.len() - 1])?),
-        _ => (text, Vec::new()),
+    let parameterized = text
+        .split_once('(')
+        .and_then(|(head, rest)| Some((head, rest.strip_suffix(')')?)));
+    let (head, params) = match parameterized {
+        Some((head, inner)) => (head, split_params(inner)?),
+        None => (text, Vec::new()),
     };
-    let one = |params: &[CelType]| (params.len() == 1).then(|| Box::new(params[0].clone()));
+    let one = |params: &[CelType]| match params {
+        [only] => Some(Box::new(only.clone())),
+        _ => None,
+    };
     Some(match head {
         "list" => CelType::List(one(&params)?),
-        "map" if params.len() == 2 => CelType::map(params[0].clone(), params[1].clone()),
+        "map" => match params.as_slice() {
+            [key, value] => CelType::map(key.clone(), value.clone()),
+            _ => return None,
+        },
         "type" if params.is_empty() => CelType::Type(None),
         "type" => CelType::Type(Some(one(&params)?)),
         _ if !params.is_empty() && !head.starts_with("opaque:") => return None,

@@ -61,7 +61,7 @@ impl FormatChecker<'_> {
         let bytes = format.as_bytes();
         let (mut i, mut requested) = (0usize, 0usize);
         while i < bytes.len() {
-            if bytes[i] != b'%' {
+            if bytes.get(i) != Some(&b'%') {
                 i += 1;
                 continue;
             }
@@ -74,13 +74,13 @@ impl FormatChecker<'_> {
             if i + 1 >= bytes.len() {
                 return Err((None, "unexpected end of string".to_owned()));
             }
-            if index >= self.args.len() {
+            let Some(arg) = self.args.get(index) else {
                 return Err((None, format!("index {index} out of range")));
-            }
+            };
             let mut j = i + 1;
-            if bytes[j] == b'.' {
+            if bytes.get(j) == Some(&b'.') {
                 j += 1;
-                let digits = bytes[j..].iter().take_while(|b| b.is_ascii_digit()).count();
+                let digits = bytes.iter().skip(j).take_while(|b| b.is_ascii_digit()).count();
                 if digits == 0 && j < bytes.len() {
                     let message = "error while converting precision to integer";
                     return Err((None, format!("could not parse formatting clause: {message}")));
@@ -94,8 +94,11 @@ impl FormatChecker<'_> {
                 }
                 j += digits;
             }
-            let clause = bytes[j];
-            self.check_clause(clause, &self.args[index])?;
+            // `j` is before the end: checked above for the verb and for the precision's end.
+            let Some(&clause) = bytes.get(j) else {
+                return Err((None, "unexpected end of string".to_owned()));
+            };
+            self.check_clause(clause, arg)?;
             i = j + 1;
         }
         Ok(requested)

@@ -99,7 +99,8 @@ pub(crate) fn valid_timestamp_text(text: &str) -> bool {
 /// An RFC 3339 timestamp within CEL's range, as seconds since the epoch.
 pub(crate) fn parse_timestamp(text: &str) -> Option<i64> {
     let b = text.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    if b.len() < 20 || !at(4, b'-') || !at(7, b'-') || !at(10, b'T') || !at(13, b':') || !at(16, b':') {
         return None;
     }
     let field = |range: std::ops::Range<usize>, bounds| text.get(range).and_then(|t| number(t, bounds));
@@ -115,16 +116,16 @@ pub(crate) fn parse_timestamp(text: &str) -> Option<i64> {
     };
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
     let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if day > month_days[month as usize - 1] {
+    if day > *month_days.get(usize::try_from(month - 1).ok()?)? {
         return None;
     }
-    let mut rest = &text[19..];
+    let mut rest = text.get(19..)?;
     if let Some(after) = rest.strip_prefix('.') {
         let n = after.bytes().take_while(u8::is_ascii_digit).count();
         if n == 0 {
             return None;
         }
-        rest = &after[n..];
+        rest = after.get(n..)?;
     }
     let offset = match rest {
         "Z" => 0,
@@ -134,10 +135,11 @@ pub(crate) fn parse_timestamp(text: &str) -> Option<i64> {
                 Some(b'-') => -1,
                 _ => return None,
             };
-            if rest.len() != 6 || rest.as_bytes()[3] != b':' {
+            if rest.len() != 6 || rest.as_bytes().get(3) != Some(&b':') {
                 return None;
             }
-            let (Some(h), Some(m)) = (number(&rest[1..3], 0..=23), number(&rest[4..6], 0..=59)) else {
+            let hours = rest.get(1..3).and_then(|h| number(h, 0..=23));
+            let (Some(h), Some(m)) = (hours, rest.get(4..6).and_then(|m| number(m, 0..=59))) else {
                 return None;
             };
             sign * (h * 3600 + m * 60)

@@ -38,7 +38,7 @@ pub(crate) struct CheckedSelector {
 pub(crate) fn check(expression: &str, release: KubernetesRelease) -> Result<CheckedSelector, String> {
     let mut env = cel::Env::default();
     for m in macros::macros(release) {
-        env.add_macro(m).expect("the environment's macros are distinct");
+        env.add_macro(m).map_err(|e| format!("compilation failed: {e}"))?;
     }
     let (mut expr, source) = env
         .parser()

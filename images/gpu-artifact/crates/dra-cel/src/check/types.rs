@@ -150,7 +150,10 @@ impl CelType {
     /// The inner type of `optional_type(T)`.
     pub(crate) fn optional_inner(&self) -> Option<&CelType> {
         match self {
-            CelType::Opaque(name, params) if name == "optional_type" && params.len() == 1 => Some(&params[0]),
+            CelType::Opaque(name, params) if name == "optional_type" => match params.as_slice() {
+                [inner] => Some(inner),
+                _ => None,
+            },
             _ => None,
         }
     }

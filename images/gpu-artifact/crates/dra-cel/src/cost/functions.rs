@@ -54,10 +54,9 @@ fn allocating_list_call(factor: f64, size: Size) -> CallEstimate {
 /// The overload estimators registered by the list (v3) and set extensions.
 fn extension_estimate(overload: &str, target: Option<&Node>, args: &[Node], lists: bool) -> Option<CallEstimate> {
     let sets = |factor: f64| {
-        (args.len() == 2).then(|| {
-            let size = estimated_size(&args[0]).multiply(estimated_size(&args[1]));
-            CallEstimate::cost(size.by_factor(factor).add(Cost::fixed(1)))
-        })
+        let [list, other] = args else { return None };
+        let size = estimated_size(list).multiply(estimated_size(other));
+        Some(CallEstimate::cost(size.by_factor(factor).add(Cost::fixed(1))))
     };
     match overload {
         "list_sets_contains_list" | "list_sets_intersects_list" => return sets(1.0),
@@ -73,32 +72,30 @@ fn extension_estimate(overload: &str, target: Option<&Node>, args: &[Node], list
         };
         allocating_list_call(factor, size.multiply(size))
     };
-    match (overload, target) {
-        ("list_slice", Some(t)) if args.len() == 2 => {
-            let end = literal_uint(&args[1], estimated_size(t).max);
-            let start = literal_uint(&args[0], 0);
+    // `list_<element>_sort` and `list_<element>_sortByAssociatedKeys`.
+    let sorted = |suffix: &str| {
+        overload
+            .strip_prefix("list_")
+            .and_then(|rest| rest.strip_suffix(suffix))
+    };
+    match (overload, target, args) {
+        ("list_slice", Some(t), [start, end]) => {
+            let end = literal_uint(end, estimated_size(t).max);
+            let start = literal_uint(start, 0);
             Some(allocating_list_call(1.0, Size::fixed(end.wrapping_sub(start))))
         }
-        ("lists_range", None) if args.len() == 1 => {
-            Some(allocating_list_call(1.0, Size::fixed(literal_uint(&args[0], u64::MAX))))
-        }
-        ("list_reverse", Some(t)) if args.is_empty() => Some(allocating_list_call(1.0, estimated_size(t))),
-        ("list_flatten" | "list_flatten_int", Some(t)) if args.len() <= 1 => {
+        ("lists_range", None, [count]) => Some(allocating_list_call(1.0, Size::fixed(literal_uint(count, u64::MAX)))),
+        ("list_reverse", Some(t), []) => Some(allocating_list_call(1.0, estimated_size(t))),
+        ("list_flatten" | "list_flatten_int", Some(t), [] | [_]) => {
             let depth = args.first().map_or(1, |d| literal_uint(d, u64::MAX));
             Some(allocating_list_call(depth as f64, estimated_size(t)))
         }
-        ("list_distinct", Some(t)) if args.is_empty() => {
+        ("list_distinct", Some(t), []) => {
             let size = estimated_size(t);
             Some(allocating_list_call(2.0, size.multiply(size)))
         }
-        (sorting, Some(t)) if args.is_empty() && sorting.starts_with("list_") && sorting.ends_with("_sort") => {
-            let element = &sorting["list_".len()..sorting.len() - "_sort".len()];
-            Some(sort(estimated_size(t), element))
-        }
-        (sorting, Some(_)) if args.len() == 1 && sorting.ends_with("_sortByAssociatedKeys") => {
-            let element = &sorting["list_".len()..sorting.len() - "_sortByAssociatedKeys".len()];
-            Some(sort(estimated_size(&args[0]), element))
-        }
+        (_, Some(t), []) => sorted("_sort").map(|element| sort(estimated_size(t), element)),
+        (_, Some(_), [keys]) => sorted("_sortByAssociatedKeys").map(|element| sort(estimated_size(keys), element)),
         _ => None,
     }
 }
@@ -106,9 +103,9 @@ fn extension_estimate(overload: &str, target: Option<&Node>, args: &[Node], list
 impl Coster<'_> {
     pub(super) fn cost_call(&mut self, e: &IdedExpr) -> Cost {
         let Expr::Call(call) = &e.expr else { unreachable!() };
-        if call.func_name == "dyn" && call.args.len() == 1 {
-            let arg_cost = self.cost(&call.args[0]);
-            self.copy_size_estimates(e, &call.args[0]);
+        if let ("dyn", [arg]) = (call.func_name.as_str(), call.args.as_slice()) {
+            let arg_cost = self.cost(arg);
+            self.copy_size_estimates(e, arg);
             return Cost::fixed(1).add(arg_cost);
         }
         let mut arg_costs = Vec::with_capacity(call.args.len());
@@ -175,12 +172,10 @@ impl Coster<'_> {
             return with_args(estimate);
         }
         let traversal = |size: Size| size.by_factor(STRING_TRAVERSAL);
-        match overload {
-            "string_format" if target.is_some() => {
-                return CallEstimate::cost(traversal(node_size(target.expect("member"))).add(arg_sum));
-            }
-            "string_to_bytes" | "bytes_to_string" | "strings_quote" if args.len() == 1 => {
-                let size = node_size(&args[0]);
+        match (overload, target, args) {
+            ("string_format", Some(t), _) => return CallEstimate::cost(traversal(node_size(t)).add(arg_sum)),
+            ("string_to_bytes" | "bytes_to_string" | "strings_quote", _, [arg]) => {
+                let size = node_size(arg);
                 let result = match overload {
                     "string_to_bytes" => Size {
                         min: size.min,
@@ -200,52 +195,39 @@ impl Coster<'_> {
                     result_size: Some(result),
                 };
             }
-            "starts_with_string" | "ends_with_string" if args.len() == 1 => {
-                return CallEstimate::cost(traversal(node_size(&args[0])).add(arg_sum));
+            ("starts_with_string" | "ends_with_string", _, [prefix]) => {
+                return CallEstimate::cost(traversal(node_size(prefix)).add(arg_sum));
             }
-            "in_list" if args.len() == 2 => {
-                return CallEstimate::cost(node_size(&args[1]).by_factor(1.0).add(arg_sum));
+            ("in_list", _, [_, list]) => return CallEstimate::cost(node_size(list).by_factor(1.0).add(arg_sum)),
+            ("matches_string", Some(string), [regex]) | ("matches", None, [string, regex])
+                if overload == "matches_string" || self.release.estimates_global_matches() =>
+            {
+                let string_cost = traversal(node_size(string).add(Size::fixed(1)));
+                let regex_cost = node_size(regex).by_factor(REGEX_LENGTH);
+                return CallEstimate::cost(string_cost.multiply(regex_cost).add(arg_sum));
             }
-            "matches_string" | "matches" => {
-                let pair = match (overload, target) {
-                    ("matches_string", Some(t)) if args.len() == 1 => Some((t, &args[0])),
-                    ("matches", None) if args.len() == 2 && self.release.estimates_global_matches() => {
-                        Some((&args[0], &args[1]))
-                    }
-                    _ => None,
-                };
-                if let Some((string, regex)) = pair {
-                    let string_cost = traversal(node_size(string).add(Size::fixed(1)));
-                    let regex_cost = node_size(regex).by_factor(REGEX_LENGTH);
-                    return CallEstimate::cost(string_cost.multiply(regex_cost).add(arg_sum));
-                }
-            }
-            "contains_string" if target.is_some() && args.len() == 1 => {
-                let string_cost = traversal(node_size(target.expect("member")));
-                let sub_cost = traversal(node_size(&args[0]));
+            ("contains_string", Some(t), [sub]) => {
+                let string_cost = traversal(node_size(t));
+                let sub_cost = traversal(node_size(sub));
                 return CallEstimate::cost(string_cost.multiply(sub_cost).add(arg_sum));
             }
-            "logical_or" | "logical_and" => {
-                let (lhs, rhs) = (arg_costs[0], arg_costs[1]);
-                return CallEstimate::cost(Cost {
-                    min: lhs.min,
-                    max: lhs.add(rhs).max,
-                });
-            }
-            "conditional" => return self.conditional_cost(e, args, arg_costs),
-            "add_string" | "add_bytes" | "add_list" if args.len() == 2 => {
-                let size = node_size(&args[0]).add(node_size(&args[1]));
-                let (lhs, rhs) = (args[0].expr.expect("argument"), args[1].expr.expect("argument"));
-                if let (Some(l), Some(r)) = (self.entry_size(lhs), self.entry_size(rhs)) {
-                    self.entry_sizes.insert(
-                        e.id,
-                        super::EntrySize {
-                            container: l.container,
-                            key: l.key.union(r.key),
-                            value: l.value.union(r.value),
-                        },
-                    );
+            ("logical_or" | "logical_and", _, _) => {
+                // The parser gives `&&` and `||` two operands; anything else costs as a plain call.
+                if let [lhs, rhs] = arg_costs {
+                    return CallEstimate::cost(Cost {
+                        min: lhs.min,
+                        max: lhs.add(*rhs).max,
+                    });
                 }
+            }
+            ("conditional", _, _) => {
+                if let Some(estimate) = self.conditional_cost(e, args, arg_costs) {
+                    return estimate;
+                }
+            }
+            ("add_string" | "add_bytes" | "add_list", _, [lhs, rhs]) => {
+                let size = node_size(lhs).add(node_size(rhs));
+                self.set_union_entry_size(e.id, lhs, rhs);
                 let cost = match overload {
                     "add_list" => Cost::fixed(1),
                     _ => traversal(size),
@@ -255,17 +237,21 @@ impl Coster<'_> {
                     result_size: Some(size),
                 };
             }
-            "less_string"
-            | "greater_string"
-            | "less_equals_string"
-            | "greater_equals_string"
-            | "less_bytes"
-            | "greater_bytes"
-            | "less_equals_bytes"
-            | "greater_equals_bytes"
-            | "equals"
-            | "not_equals" => {
-                let smallest = node_size(&args[0]).max.min(node_size(&args[1]).max);
+            (
+                "less_string"
+                | "greater_string"
+                | "less_equals_string"
+                | "greater_equals_string"
+                | "less_bytes"
+                | "greater_bytes"
+                | "less_equals_bytes"
+                | "greater_equals_bytes"
+                | "equals"
+                | "not_equals",
+                _,
+                [lhs, rhs],
+            ) => {
+                let smallest = node_size(lhs).max.min(node_size(rhs).max);
                 let cost = Cost {
                     min: u64::from(smallest > 0),
                     max: smallest,
@@ -277,22 +263,20 @@ impl Coster<'_> {
         CallEstimate::cost(Cost::fixed(1).add(arg_sum))
     }
 
-    fn conditional_cost(&mut self, e: &IdedExpr, args: &[Node], arg_costs: &[Cost]) -> CallEstimate {
-        let size = node_size(&args[1]).union(node_size(&args[2]));
-        let (yes, no) = (args[1].expr.expect("argument"), args[2].expr.expect("argument"));
-        if let (Some(a), Some(b)) = (self.entry_size(yes), self.entry_size(no)) {
-            self.entry_sizes.insert(
-                e.id,
-                super::EntrySize {
-                    container: a.container,
-                    key: a.key.union(b.key),
-                    value: a.value.union(b.value),
-                },
-            );
-        }
-        CallEstimate {
-            cost: arg_costs[0].add(arg_costs[1].union(arg_costs[2])),
+    /// `_?_:_`; `None` unless it has the three operands the parser gives it.
+    fn conditional_cost(&mut self, e: &IdedExpr, args: &[Node], arg_costs: &[Cost]) -> Option<CallEstimate> {
+        let ([_, yes, no], [condition, yes_cost, no_cost]) = (args, arg_costs) else {
+            return None;
+        };
+        let size = node_size(yes).union(node_size(no));
+        self.set_union_entry_size(e.id, yes, no);
+        Some(CallEstimate {
+            cost: condition.add(yes_cost.union(*no_cost)),
             result_size: Some(size),
-        }
+        })
     }
 }
+
+#[cfg(test)]
+#[path = "functions_tests.rs"]
+mod tests;

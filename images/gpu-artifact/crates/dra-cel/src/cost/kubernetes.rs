@@ -55,9 +55,7 @@ pub(crate) fn estimate_call(
         "check" => Some(CallEstimate::cost(Cost::fixed(350_000))),
         "serviceAccount" | "path" | "group" | "resource" | "subresource" | "namespace" | "name" | "allowed"
         | "reason" | "error" | "errored" => nominal(),
-        "fieldSelector" | "labelSelector" if args.len() == 1 => {
-            Some(CallEstimate::cost(selector_cost(estimated_size(&args[0]))))
-        }
+        "fieldSelector" | "labelSelector" if args.len() == 1 => Some(CallEstimate::cost(selector_cost(first_arg()?))),
         "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
             let target = target?;
             let element_cost = Cost::fixed(1);
@@ -74,7 +72,7 @@ pub(crate) fn estimate_call(
             Some(CallEstimate::cost(traversal(estimated_size(target))))
         }
         "url" | "jsonpatch.escapeKey" if args.len() == 1 => {
-            let size = estimated_size(&args[0]);
+            let size = first_arg()?;
             Some(CallEstimate {
                 cost: traversal(size),
                 result_size: Some(size),
@@ -87,11 +85,10 @@ pub(crate) fn estimate_call(
                 result_size: Some(size),
             })
         }
-        "replace" if args.len() >= 2 => replace(
-            estimated_size(target?),
-            estimated_size(&args[0]),
-            estimated_size(&args[1]),
-        ),
+        "replace" => match args {
+            [old, new, ..] => replace(estimated_size(target?), estimated_size(old), estimated_size(new)),
+            _ => None,
+        },
         "split" => {
             let size = estimated_size(target?);
             let mut max = size.max;
@@ -125,7 +122,7 @@ pub(crate) fn estimate_call(
         "find" | "findAll" if !args.is_empty() => {
             let size = estimated_size(target?);
             let string_cost = traversal(size.add(Size::fixed(1)));
-            let regex_cost = estimated_size(&args[0]).by_factor(REGEX_LENGTH);
+            let regex_cost = first_arg()?.by_factor(REGEX_LENGTH);
             Some(CallEstimate {
                 cost: string_cost.multiply(regex_cost),
                 result_size: Some(Size { min: 0, max: size.max }),
@@ -150,7 +147,7 @@ pub(crate) fn estimate_call(
                 cost = cost.add(traversal(ip)).add(Cost::fixed(1));
             }
             if overload == "cidr_contains_ip_string" || overload == "cidr_contains_cidr_string" {
-                cost = cost.add(estimated_size(&args[0]).as_cost().by_factor(STRING_TRAVERSAL));
+                cost = cost.add(first_arg()?.as_cost().by_factor(STRING_TRAVERSAL));
             }
             Some(CallEstimate::cost(cost))
         }
@@ -162,7 +159,10 @@ pub(crate) fn estimate_call(
         "format.named" | "sign" | "asInteger" | "isInteger" | "asApproximateFloat" | "isGreaterThan" | "isLessThan"
         | "compareTo" | "add" | "sub" | "major" | "minor" | "patch" | "getScheme" | "getHostname" | "getHost"
         | "getPort" | "getEscapedPath" | "getQuery" => nominal(),
-        "_==_" if args.len() == 2 => equality(&args[0], &args[1]),
+        "_==_" => match args {
+            [lhs, rhs] => equality(lhs, rhs),
+            _ => None,
+        },
         _ => None,
     }
 }

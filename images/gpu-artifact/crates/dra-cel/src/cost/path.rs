@@ -41,10 +41,9 @@ impl GoPath {
             && self.len < self.cap
         {
             let mut steps = array.borrow_mut();
-            if steps.len() > self.len {
-                steps[self.len] = step.to_owned();
-            } else {
-                steps.push(step.to_owned());
+            match steps.get_mut(self.len) {
+                Some(slot) => *slot = step.to_owned(),
+                None => steps.push(step.to_owned()),
             }
             return GoPath {
                 array: Some(Rc::clone(array)),
@@ -69,7 +68,7 @@ impl GoPath {
     /// The steps as the shared array holds them now.
     pub(crate) fn steps(&self) -> Vec<String> {
         match &self.array {
-            Some(array) => array.borrow()[..self.len].to_vec(),
+            Some(array) => array.borrow().iter().take(self.len).cloned().collect(),
             None => Vec::new(),
         }
     }
@@ -82,7 +81,7 @@ impl GoPath {
         self.array
             .as_ref()
             .filter(|_| self.len > 0)
-            .map(|a| a.borrow()[0].clone())
+            .and_then(|a| a.borrow().first().cloned())
     }
 }
 

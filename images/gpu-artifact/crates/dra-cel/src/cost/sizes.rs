@@ -80,6 +80,23 @@ impl Coster<'_> {
         }
     }
 
+    /// The entry size of a value that is one of two (`_?_:_`) or both (`_+_`): the union of
+    /// theirs, where both are known.
+    pub(super) fn set_union_entry_size(&mut self, id: u64, a: &Node, b: &Node) {
+        let sizes = (
+            a.expr.and_then(|a| self.entry_size(a)),
+            b.expr.and_then(|b| self.entry_size(b)),
+        );
+        if let (Some(a), Some(b)) = sizes {
+            let entry = EntrySize {
+                container: a.container,
+                key: a.key.union(b.key),
+                value: a.value.union(b.value),
+            };
+            self.entry_sizes.insert(id, entry);
+        }
+    }
+
     pub(super) fn copy_size_estimates(&mut self, to: &IdedExpr, from: &IdedExpr) {
         let size = self.compute_size(from);
         self.set_size(to, size);

@@ -6,7 +6,7 @@
 use dra_offers::CardOffering;
 use gpu_vendor::VendorBackend;
 use mock_nvml::test_support::{MockInstall, machine_fixture};
-use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig, XidPolicy};
+use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig};
 
 /// Every card of `fixture`, indexed by sorted PCI address as the node agent does, named
 /// `<node>-<index>-10de-<pci_device>` with the model label `device_label`.
@@ -15,7 +15,6 @@ pub fn mock_cards(fixture: &str, node: &str, pci_device: &str, device_label: &st
     let install = MockInstall::new(dir.path(), &machine_fixture(fixture)).expect("install the mock");
     let backend = NvidiaBackend::load(NvidiaBackendConfig {
         library_path: Some(install.library_path()),
-        xid_policy: XidPolicy::default(),
     })
     .expect("the backend loads the mock");
     let mut addresses = backend.devices().expect("devices");
@@ -29,6 +28,8 @@ pub fn mock_cards(fixture: &str, node: &str, pci_device: &str, device_label: &st
             device_label: device_label.to_owned(),
             inventory: backend.inventory(pci).expect("inventory"),
             bare_metal: Some(true),
+            taints: Vec::new(),
+            pcie_root: Some("pci0000:00".to_owned()),
         })
         .collect()
 }

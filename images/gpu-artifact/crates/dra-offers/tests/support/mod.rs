@@ -54,6 +54,8 @@ pub const ALL: OfferPolicy = OfferPolicy {
     mps_allowed: false,
     counters: true,
     sharing: true,
+    taints: true,
+    none_effect: true,
 };
 
 /// Everything at once: MIG and both sharing strategies.

@@ -1,3 +1,4 @@
+use kube::runtime::watcher;
 use serde_json::json;
 
 use super::*;

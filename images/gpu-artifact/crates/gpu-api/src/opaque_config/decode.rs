@@ -178,7 +178,7 @@ fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, Co
 fn only_fields(map: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> Result<(), ConfigError> {
     match map.keys().find(|key| !allowed.contains(&key.as_str())) {
         Some(unknown) => Err(ConfigError::UnknownField {
-            field: join(prefix, unknown),
+            field: join(prefix, &shown_key(unknown)),
             allowed: allowed.join(", "),
         }),
         None => Ok(()),
@@ -209,6 +209,20 @@ fn wrong_type(path: &str, expected: &'static str, got: &Value) -> ConfigError {
         field: path.into(),
         expected,
         got: got.to_string(),
+    }
+}
+
+/// A key as the message names it: as written when it looks like a field name, else quoted (an empty
+/// key, dots, spaces, control characters) and cut to 64 characters, so the user sees exactly which
+/// key and a huge one makes a short message.
+fn shown_key(key: &str) -> String {
+    let plain = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let mut chars = key.chars();
+    let head: String = chars.by_ref().take(64).collect();
+    match (plain, chars.next().is_some()) {
+        (true, false) => head,
+        (_, false) => format!("{head:?}"),
+        (_, true) => format!("{head:?}…"),
     }
 }
 

@@ -13,7 +13,7 @@ mod precedence;
 mod types;
 
 pub use error::ConfigError;
-pub use precedence::{InvalidConfig, SOURCE_CLAIM, SOURCE_CLASS, config_for_request};
+pub use precedence::{InvalidConfig, SOURCE_CLAIM, SOURCE_CLASS, class_allows_vfio, config_for_request};
 pub use types::*;
 
 /// The `apiVersion` of every opaque config of ours.

@@ -32,19 +32,11 @@ pub fn config_for_request(
     driver: &str,
     request: &str,
 ) -> Result<Option<OpaqueConfig>, InvalidConfig> {
-    let main_request = request.split('/').next().unwrap_or(request);
-    let applying = configs.iter().enumerate().filter(|(_, config)| {
-        let ours = config.opaque.as_ref().is_some_and(|opaque| opaque.driver == driver);
-        let names = config.requests.as_deref().unwrap_or_default();
-        // A config naming the main request applies to each of its subrequests.
-        ours && (names.is_empty() || names.iter().any(|name| name == request || name == main_request))
-    });
-    let mut ordered: Vec<_> = applying.collect();
+    let mut ordered = applying(configs, driver, request);
     // Stable: configs of one source keep their order.
-    ordered.sort_by_key(|(_, config)| config.source != SOURCE_CLASS);
+    ordered.sort_by_key(|(_, config, _)| config.source != SOURCE_CLASS);
     let mut winner = None;
-    for (position, config) in ordered {
-        let parameters = &config.opaque.as_ref().expect("filtered to opaque configs").parameters.0;
+    for (position, config, parameters) in ordered {
         let decoded = OpaqueConfig::decode(parameters).map_err(|error| InvalidConfig {
             position,
             origin: config.source.clone(),
@@ -53,6 +45,37 @@ pub fn config_for_request(
         winner = Some(decoded);
     }
     Ok(winner)
+}
+
+/// Whether the DeviceClass lets `request` have its cards passed through: one of the class's
+/// configs of `driver` that applies to the request is a `VfioDeviceConfig`. VFIO is an admin's
+/// decision; a claim's own config or a Pod annotation selects it only within such a class.
+pub fn class_allows_vfio(configs: &[DeviceAllocationConfiguration], driver: &str, request: &str) -> bool {
+    applying(configs, driver, request)
+        .into_iter()
+        .filter(|(_, config, _)| config.source == SOURCE_CLASS)
+        .any(|(_, _, parameters)| matches!(OpaqueConfig::decode(parameters), Ok(OpaqueConfig::VfioDeviceConfig(_))))
+}
+
+/// The configs of `driver` that apply to `request` (`<req>` or `<req>/<sub>`), with their index
+/// and parameters, in status order.
+fn applying<'a>(
+    configs: &'a [DeviceAllocationConfiguration],
+    driver: &str,
+    request: &str,
+) -> Vec<(usize, &'a DeviceAllocationConfiguration, &'a serde_json::Value)> {
+    let main_request = request.split('/').next().unwrap_or(request);
+    configs
+        .iter()
+        .enumerate()
+        .filter_map(|(position, config)| {
+            let opaque = config.opaque.as_ref().filter(|opaque| opaque.driver == driver)?;
+            let names = config.requests.as_deref().unwrap_or_default();
+            // A config naming the main request applies to each of its subrequests.
+            let applies = names.is_empty() || names.iter().any(|name| name == request || name == main_request);
+            applies.then_some((position, config, &opaque.parameters.0))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! The config kinds as data. Field names and values follow ARCHITECTURE.md section 3.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How a whole card (or a MIG device) is shared between the claims it is allocated to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default, JsonSchema)]
 pub enum SharingStrategy {
     /// One claim at a time.
     #[default]
@@ -27,12 +28,16 @@ impl SharingStrategy {
 }
 
 /// The time-slice length (`nvidia-smi compute-policy --set-timeslice` 0..3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default, JsonSchema)]
 pub enum TimeSliceInterval {
+    /// The driver's default (`--set-timeslice 0`).
     #[default]
     Default,
+    /// `--set-timeslice 1`.
     Short,
+    /// `--set-timeslice 2`.
     Medium,
+    /// `--set-timeslice 3`.
     Long,
 }
 

@@ -152,9 +152,11 @@ pub fn parse(payload: &[u8]) -> Result<Option<UEvent>, UEventError> {
             let field = String::from_utf8_lossy(field).into_owned();
             return Err(UEventError::BadField { field });
         };
-        let key = utf8(&field[..at], start)?;
+        // `at` is the position of a byte of `field`, so both halves exist; `split_at` never panics there.
+        let (key, value) = field.split_at(at);
+        let key = utf8(key, start)?;
         if FIELDS_READ.contains(&key) {
-            let value = utf8(&field[at + 1..], start + at + 1)?;
+            let value = utf8(value.get(1..).unwrap_or_default(), start + at + 1)?;
             apply_field(&mut event, header, key, value)?;
         }
     }

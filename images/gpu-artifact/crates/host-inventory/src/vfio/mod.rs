@@ -14,12 +14,14 @@
 //! bare metal, an exclusive allocation): that is the caller's business.
 
 mod group;
+mod own_functions;
 mod sysfs_control;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use group::{PciFunction, check_group_viable, group_functions, iommu_group, read_function};
+pub use own_functions::{GroupSplit, split_group};
 pub use sysfs_control::{bind_to_vfio, bound_driver, restore_driver};
 
 /// The kernel driver that hands a function to user space (QEMU).
@@ -53,6 +55,13 @@ pub enum VfioError {
         address: String,
         expected: String,
         actual: String,
+        waited: Duration,
+    },
+    /// A write to a sysfs control file did not return in time (a driver blocked in remove or probe).
+    #[error("writing {value:?} to {} did not return within {waited:?}: the kernel driver is blocked (a process may still hold the device); the write was abandoned", path.display())]
+    WriteTimeout {
+        path: PathBuf,
+        value: String,
         waited: Duration,
     },
     /// A function of the group is not on vfio-pci, so QEMU cannot open the group.

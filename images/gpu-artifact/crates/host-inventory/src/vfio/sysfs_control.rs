@@ -4,6 +4,7 @@
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -41,8 +42,9 @@ pub fn bind_to_vfio(root: &HostRoot, address: &str, timeout: Duration) -> Result
     write_control(
         &root.path(format!("sys/bus/pci/devices/{address}/driver_override")),
         VFIO_PCI,
+        timeout,
     )?;
-    write_control(&vfio_dir.join("bind"), address)?;
+    write_control(&vfio_dir.join("bind"), address, timeout)?;
     wait_for_driver(root, address, Some(VFIO_PCI), timeout)
 }
 
@@ -58,6 +60,7 @@ pub fn restore_driver(
     write_control(
         &root.path(format!("sys/bus/pci/devices/{address}/driver_override")),
         "\n",
+        timeout,
     )?;
     if bound_driver(root, address)?.as_deref() == original {
         return Ok(());
@@ -74,7 +77,7 @@ pub fn restore_driver(
             path: driver_dir,
         });
     }
-    write_control(&driver_dir.join("bind"), address)?;
+    write_control(&driver_dir.join("bind"), address, timeout)?;
     wait_for_driver(root, address, Some(original), timeout)
 }
 
@@ -86,19 +89,45 @@ fn unbind(root: &HostRoot, address: &str, timeout: Duration) -> Result<(), VfioE
     write_control(
         &root.path(format!("sys/bus/pci/devices/{address}/driver/unbind")),
         address,
+        timeout,
     )?;
     wait_for_driver(root, address, None, timeout)
 }
 
-/// Writes a sysfs control file. Never creates it: a missing file means the
-/// kernel does not offer the operation, which must be an error.
-fn write_control(path: &Path, value: &str) -> Result<(), VfioError> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .map_err(VfioError::io("open", path))?;
-    file.write_all(value.as_bytes()).map_err(VfioError::io("write", path))
+/// Writes a sysfs control file, waiting at most `timeout` for the write to return. Never creates
+/// it: a missing file means the kernel does not offer the operation, which must be an error.
+///
+/// The kernel runs a driver's remove or probe inside the write, and a driver waiting for its users
+/// (the nvidia driver while a process holds the card) blocks it for as long as they stay. The write
+/// runs on a thread of its own so the caller gets an error naming the file in time, and releases
+/// the node lock, instead of hanging with it; a thread stuck in the kernel cannot be interrupted
+/// and finishes (or not) on its own.
+fn write_control(path: &Path, value: &str, timeout: Duration) -> Result<(), VfioError> {
+    let (done, outcome) = mpsc::channel();
+    let (target, content) = (path.to_owned(), value.to_owned());
+    let spawned = thread::Builder::new().name("sysfs-write".into()).spawn(move || {
+        let written = OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&target)
+            .map_err(VfioError::io("open", &target))
+            .and_then(|mut file| {
+                file.write_all(content.as_bytes())
+                    .map_err(VfioError::io("write", &target))
+            });
+        let _ = done.send(written);
+    });
+    if let Err(source) = spawned {
+        return Err(VfioError::io("start a writer thread for", path)(source));
+    }
+    match outcome.recv_timeout(timeout) {
+        Ok(written) => written,
+        Err(_) => Err(VfioError::WriteTimeout {
+            path: path.to_owned(),
+            value: value.trim().to_owned(),
+            waited: timeout,
+        }),
+    }
 }
 
 fn wait_for_driver(root: &HostRoot, address: &str, wanted: Option<&str>, timeout: Duration) -> Result<(), VfioError> {

@@ -5,7 +5,7 @@
 
 mod store;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use dra_offers::OfferedDevice;
 use gpu_api::opaque_config::{SharingStrategy, TimeSliceInterval};
@@ -24,6 +24,14 @@ pub(crate) struct CheckpointData {
     pub boot_id: String,
     /// Claims by UID.
     pub claims: BTreeMap<String, CheckpointClaim>,
+    /// Cards whose MIG mode this node turned on for MIG claims (recorded before the switch): the
+    /// only cards it turns MIG off on again. A card an admin put in MIG mode is never listed.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub mig_enabled_by_node: BTreeSet<PciAddress>,
+    /// Cards in MIG mode that this node turned MIG off on for whole-card claims (recorded before
+    /// the switch): MIG goes back on when the last whole-card claim leaves.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub mig_disabled_by_node: BTreeSet<PciAddress>,
 }
 
 /// One claim the node has started or finished preparing.
@@ -60,6 +68,11 @@ pub struct CheckpointDevice {
     /// The MIG device created for a `Mig` target; `None` until created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mig_instance: Option<MigInstanceRecord>,
+    /// Set, under the node lock, once the target's placement was seen free and just before the
+    /// instance is created: a crash before `mig_instance` is recorded leaves an instance at that
+    /// placement that is this claim's, and only then may a rollback destroy it unrecorded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mig_create_attempted: bool,
     /// For a share: how its card is shared. Every share of a card records the
     /// same value (invariant 2), so this is the card's active sharing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,6 +169,12 @@ impl CheckpointData {
         self.devices_on_card(card)
             .filter(move |(uid, ..)| *uid != except_uid)
             .filter_map(|(_, claim, device)| device.sharing.as_ref().map(|sharing| (claim.label(), sharing)))
+    }
+
+    /// Whether any claim other than `except_uid` has a whole-card device (exclusive or shared) on `card`.
+    pub(crate) fn has_whole_card_claim_on(&self, card: &PciAddress, except_uid: Option<&str>) -> bool {
+        self.devices_on_card(card)
+            .any(|(uid, _, device)| Some(uid) != except_uid && !matches!(device.target, OfferedDevice::Mig { .. }))
     }
 
     /// Whether any claim other than `except_uid` has a MIG device on `card`.

@@ -1,5 +1,10 @@
-//! The checkpoint file: `{"version": 1, "checksum": <sha256 of data>, "data": {...}}`,
-//! written atomically, verified on every read, discarded only after a reboot.
+//! The checkpoint file: `{"version": 2, "checksum": <sha256 of data>, "data": {...}}`,
+//! written atomically, verified on every read; its claims are discarded only after a reboot.
+//!
+//! Versions: 1 had no record of which cards' MIG mode the node changed; this handler reads it as
+//! version 2 with every card that carries a recorded MIG claim taken as switched on by the node
+//! (what version 1 assumed of every card) and writes version 2. A later version is refused with
+//! both numbers named: this handler cannot know what it would drop.
 
 use std::fs;
 use std::io;
@@ -13,7 +18,9 @@ use super::{CheckpointClaim, CheckpointData};
 use crate::atomic_file::write_atomically;
 use crate::error::PrepareError;
 
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The oldest version this handler reads.
+const OLDEST_READABLE: u32 = 1;
 
 #[derive(Serialize)]
 struct FileOut<'a> {
@@ -80,10 +87,14 @@ impl CheckpointStore {
             claims = data.claims.len(),
             "the node rebooted since these claims were prepared; their MIG instances and CDI specs are gone, starting empty"
         );
+        // What the node did to cards' MIG modes outlives the boot where the mode does (Ampere
+        // keeps it in the InfoROM); reconciliation drops the records the card disproves.
         Ok(LoadedCheckpoint {
             data: CheckpointData {
                 boot_id,
-                ..CheckpointData::default()
+                claims: Default::default(),
+                mig_enabled_by_node: data.mig_enabled_by_node,
+                mig_disabled_by_node: data.mig_disabled_by_node,
             },
             dropped_after_reboot: data.claims.into_iter().collect(),
         })
@@ -102,11 +113,12 @@ impl CheckpointStore {
         write_atomically(&self.path, &text)
     }
 
-    fn verify(&self, text: &str) -> Result<CheckpointData, PrepareError> {
+    pub(crate) fn verify(&self, text: &str) -> Result<CheckpointData, PrepareError> {
         let file: FileIn = serde_json::from_str(text).map_err(|e| self.corrupt(format!("not a checkpoint: {e}")))?;
-        if file.version != VERSION {
+        if !(OLDEST_READABLE..=VERSION).contains(&file.version) {
             return Err(self.corrupt(format!(
-                "version {} is not supported (this handler reads version {VERSION})",
+                "version {} is not supported (this handler reads versions {OLDEST_READABLE} to {VERSION}); \
+                 a newer handler wrote it, or it was damaged",
                 file.version
             )));
         }
@@ -117,7 +129,19 @@ impl CheckpointStore {
                 file.checksum
             )));
         }
-        serde_json::from_str(file.data.get()).map_err(|e| self.corrupt(format!("unreadable data: {e}")))
+        let mut data: CheckpointData =
+            serde_json::from_str(file.data.get()).map_err(|e| self.corrupt(format!("unreadable data: {e}")))?;
+        if file.version == 1 {
+            let mig_cards: Vec<_> = data
+                .claims
+                .values()
+                .flat_map(|claim| &claim.devices)
+                .filter(|device| matches!(device.target, dra_offers::OfferedDevice::Mig { .. }))
+                .map(|device| *device.target.pci_address())
+                .collect();
+            data.mig_enabled_by_node.extend(mig_cards);
+        }
+        Ok(data)
     }
 
     fn boot_id(&self) -> Result<String, PrepareError> {
@@ -140,13 +164,15 @@ impl CheckpointStore {
     }
 }
 
-fn checksum(data: &str) -> String {
+pub(crate) fn checksum(data: &str) -> String {
     Sha256::digest(data.as_bytes())
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
 }
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,7 +210,7 @@ mod tests {
 
         let text = fs::read_to_string(dir.path().join("checkpoint.json")).unwrap();
         let file: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(file["version"], 1);
+        assert_eq!(file["version"], 2);
         let data = serde_json::to_string(&one_claim("boot-a")).unwrap();
         assert_eq!(file["checksum"], checksum(&data));
         assert_eq!(file["data"]["claims"]["uid-1"]["state"], "PrepareCompleted");
@@ -210,11 +236,14 @@ mod tests {
         let store = store(dir.path(), "boot-a");
         fs::write(
             dir.path().join("checkpoint.json"),
-            r#"{"version":2,"checksum":"x","data":{}}"#,
+            r#"{"version":3,"checksum":"x","data":{}}"#,
         )
         .unwrap();
         let error = store.load().unwrap_err().to_string();
-        assert!(error.contains("version 2 is not supported"), "{error}");
+        assert!(
+            error.contains("version 3 is not supported (this handler reads versions 1 to 2)"),
+            "{error}"
+        );
     }
 
     #[test]

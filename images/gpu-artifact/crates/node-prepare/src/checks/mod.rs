@@ -33,12 +33,13 @@ pub(crate) fn check(
     }
     let plans = plan_devices(request)?;
     check_shares(request, &plans, checkpoint)?;
-    if let Some(index) = plans.iter().position(|plan| plan.vfio) {
+    let first_vfio = request.devices.iter().zip(&plans).find(|(_, plan)| plan.vfio);
+    if let Some((device, _)) = first_vfio {
         let verdict = bare_metal();
         if !verdict.bare_metal {
             return Err(format!(
                 "device {}: VFIO passthrough needs a bare-metal node, and this node is not one: {}",
-                request.devices[index].device, verdict.reason
+                device.device, verdict.reason
             ));
         }
     }
@@ -57,7 +58,7 @@ fn refusal(request: &PrepareRequest, checkpoint: &CheckpointData, pool: &str) ->
         if let Err(reason) = cdi_spec::check_name(&request.claim.uid, &device.device) {
             return Some(format!("device {}: {reason}", device.device));
         }
-        for other in &request.devices[..index] {
+        for other in request.devices.iter().take(index) {
             if let Some(conflict) = conflict(device, other) {
                 return Some(format!(
                     "device {} and device {} of the same claim {conflict}",
@@ -76,6 +77,7 @@ fn refusal(request: &PrepareRequest, checkpoint: &CheckpointData, pool: &str) ->
                 share_id: recorded.share_id.clone(),
                 share_percent: None,
                 config: None,
+                vfio_allowed: false,
                 target: recorded.target.clone(),
             };
             if recorded.device == device.device && !(is_shared(device) && is_shared(&recorded)) {

@@ -18,9 +18,14 @@ pub(super) fn check_shares(
     for (index, (device, plan)) in request.devices.iter().zip(plans).enumerate() {
         let Some(asked) = &plan.sharing else { continue };
         let card = device.target.pci_address();
-        let own = request.devices[..index].iter().zip(plans).find(|(other, other_plan)| {
-            other.target.pci_address() == card && other_plan.sharing.as_ref().is_some_and(|s| s != asked)
-        });
+        let own = request
+            .devices
+            .iter()
+            .take(index)
+            .zip(plans)
+            .find(|(other, other_plan)| {
+                other.target.pci_address() == card && other_plan.sharing.as_ref().is_some_and(|s| s != asked)
+            });
         if let Some((other, other_plan)) = own {
             let theirs = other_plan.sharing.as_ref().map(ToString::to_string).unwrap_or_default();
             return Err(format!(

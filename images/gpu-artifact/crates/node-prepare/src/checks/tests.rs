@@ -16,6 +16,7 @@ fn physical(name: &str) -> AllocatedDevice {
         share_id: None,
         share_percent: None,
         config: None,
+        vfio_allowed: false,
         target: OfferedDevice::Physical {
             pci_address: "0000:01:00.0".parse().unwrap(),
             uuid: "GPU-1".into(),
@@ -100,6 +101,7 @@ fn recorded(devices: Vec<AllocatedDevice>) -> CheckpointData {
             target: d.target,
             cdi_device_ids: Vec::new(),
             mig_instance: None,
+            mig_create_attempted: false,
             sharing: plan.sharing,
             vfio: None,
         })
@@ -198,6 +200,14 @@ fn a_config_that_contradicts_the_offer_is_refused() {
 fn vfio_is_only_for_an_exclusive_whole_card_on_bare_metal() {
     let mut vfio = request(vec![physical("gpu0")]);
     vfio.vfio_requested = true;
+    let reason = refused(&vfio, &CheckpointData::default()).unwrap();
+    assert_eq!(
+        reason,
+        "device gpu0: VFIO passthrough (asked by the Pod annotation gpu.deckhouse.io/vfio) is an admin's \
+         decision: it is allowed only through a DeviceClass that carries a VfioDeviceConfig, and the class of \
+         request gpu does not"
+    );
+    vfio.devices[0].vfio_allowed = true;
     let plans = check(&vfio, &CheckpointData::default(), POOL, bare_metal).unwrap();
     assert!(plans[0].vfio);
     let reason = check(&vfio, &CheckpointData::default(), POOL, vm).unwrap_err();

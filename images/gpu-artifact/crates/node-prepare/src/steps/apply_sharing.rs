@@ -8,7 +8,6 @@ use gpu_api::opaque_config::{SharingStrategy, TimeSliceInterval};
 
 use super::{PrepareRun, PrepareStep};
 use crate::error::PrepareError;
-use crate::fault_point::fault_point;
 use crate::mps_daemon::{start_mps_daemon, stop_mps_daemon};
 use crate::time_slice::set_time_slice;
 
@@ -26,12 +25,15 @@ impl PrepareStep for ApplySharing {
         "apply the card's sharing"
     }
 
+    fn id(&self) -> &'static str {
+        "apply-sharing"
+    }
+
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         if let Err(error) = apply_all(run) {
             self.undo(run);
             return Err(error);
         }
-        fault_point("after-sharing-applied");
         Ok(())
     }
 
@@ -75,7 +77,13 @@ fn apply_all(run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
                 }
             }
             SharingStrategy::Mps => {
-                if start_mps_daemon(run.config, &card, uuid)? {
+                let first_share = run
+                    .checkpoint
+                    .other_shares_on_card(pci_address, own_uid)
+                    .next()
+                    .is_none();
+                // A daemon started again for the card's other shares is theirs, not this run's to stop.
+                if start_mps_daemon(run.config, &card, uuid)? && first_share {
                     run.sharing_applied.push(SharingApplied::MpsDaemon { card });
                 }
             }

@@ -1,20 +1,27 @@
 //! Step 7: hand each card the claim wants in a virtual machine to vfio-pci,
-//! with every other function of its IOMMU group (e.g. its audio function),
-//! and check that QEMU can open the group. The functions and their drivers
+//! with its own other functions (e.g. its audio function), and check that
+//! QEMU can open the group; a group holding a device that is not the card's
+//! is refused, naming the devices. The functions and their drivers
 //! are recorded durably before the first one is unbound, so a crash at any
 //! point is given back by the rollback of the `PrepareStarted` claim.
 
 use host_inventory::HostRoot;
+use host_inventory::vfio;
 
 use super::{PrepareRun, PrepareStep};
 use crate::error::PrepareError;
-use crate::vfio_passthrough::{give_back, move_to_vfio, plan_passthrough};
+use crate::fault_point::fault_point;
+use crate::vfio_passthrough::{PassthroughPlan, give_back, plan_passthrough};
 
 pub(crate) struct BindVfio;
 
 impl PrepareStep for BindVfio {
     fn name(&self) -> &'static str {
         "hand the card to vfio-pci"
+    }
+
+    fn id(&self) -> &'static str {
+        "bind-vfio"
     }
 
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
@@ -67,7 +74,20 @@ fn bind_all(run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
                 ),
             ));
         }
-        let record = plan_passthrough(&root, &card.to_string()).map_err(vfio_error)?;
+        let record = match plan_passthrough(&root, &card.to_string()).map_err(vfio_error)? {
+            PassthroughPlan::Ready(record) => record,
+            PassthroughPlan::Refused { iommu_group, foreign } => {
+                return Err(PrepareError::refused(
+                    &label,
+                    format!(
+                        "device {}: card {card} shares IOMMU group {iommu_group} with devices that are not its own: \
+                         {foreign}; passthrough would take them from the host. Put the card in a slot with an \
+                         IOMMU group of its own (or enable ACS on the ports above it)",
+                        device.device
+                    ),
+                ));
+            }
+        };
         if let Some(claim) = run.checkpoint.claims.get_mut(&run.request.claim.uid)
             && let Some(recorded) = claim.devices.get_mut(index)
         {
@@ -75,7 +95,11 @@ fn bind_all(run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         }
         run.store.save(&run.checkpoint)?;
         run.vfio_moved.push(record.clone());
-        move_to_vfio(&root, &record, run.config.vfio_bind_timeout).map_err(vfio_error)?;
+        for function in &record.functions {
+            vfio::bind_to_vfio(&root, &function.address, run.config.vfio_bind_timeout).map_err(vfio_error)?;
+            fault_point("prepare/inside/bind-vfio/function-moved")?;
+        }
+        vfio::check_group_viable(&root, record.iommu_group).map_err(vfio_error)?;
         tracing::info!(claim = %label, device = %device.device, %card, group = record.iommu_group, "handed the card to vfio-pci");
     }
     Ok(())

@@ -14,6 +14,10 @@ impl PrepareStep for CheckAllocation {
         "check the allocation"
     }
 
+    fn id(&self) -> &'static str {
+        "check-allocation"
+    }
+
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         let root = HostRoot::new(&run.config.host_root);
         let checked = checks::check(run.request, &run.checkpoint, &run.config.pool_name(), || {

@@ -7,13 +7,17 @@ use super::{PrepareRun, PrepareStep};
 use crate::checkpoint::ClaimState;
 use crate::error::PrepareError;
 use crate::rebooted::forget_rebooted_claims;
-use crate::teardown::tear_down_claim;
+use crate::teardown::{ROLLBACK, tear_down_claim};
 
 pub(crate) struct LoadCheckpoint;
 
 impl PrepareStep for LoadCheckpoint {
     fn name(&self) -> &'static str {
         "load the checkpoint"
+    }
+
+    fn id(&self) -> &'static str {
+        "load-checkpoint"
     }
 
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
@@ -31,9 +35,7 @@ impl PrepareStep for LoadCheckpoint {
             ClaimState::PrepareCompleted => run.outcome = Some(claim.prepared_devices()),
             ClaimState::PrepareStarted => {
                 tracing::info!(claim = %claim.label(), "rolling back an earlier prepare that did not complete");
-                tear_down_claim(run.config, run.backend, &run.checkpoint, &uid, &claim)?;
-                run.checkpoint.claims.remove(&uid);
-                run.store.save(&run.checkpoint)?;
+                tear_down_claim(run.config, run.backend, run.store, &mut run.checkpoint, &uid, ROLLBACK)?;
             }
         }
         Ok(())
@@ -64,6 +66,7 @@ mod tests {
                 target: d.target.clone(),
                 cdi_device_ids: vec![format!("gpu.deckhouse.io/claim={uid}-gpu0")],
                 mig_instance: None,
+                mig_create_attempted: false,
                 sharing: None,
                 vfio: None,
             })

@@ -21,6 +21,7 @@ use crate::checkpoint::{CheckpointData, CheckpointStore, MigInstanceRecord, Vfio
 use crate::config::NodePrepareConfig;
 use crate::device_plan::DevicePlan;
 use crate::error::PrepareError;
+use crate::fault_point::fault_point;
 use crate::node_lock::NodeLockGuard;
 use crate::request::{PrepareRequest, claim_label};
 
@@ -38,6 +39,8 @@ pub(crate) use write_vfio_payload::WriteVfioPayload;
 /// One step of the pipeline.
 pub(crate) trait PrepareStep: Sync {
     fn name(&self) -> &'static str;
+    /// A stable kebab-case id: the fault points after the step and after its undo are named by it.
+    fn id(&self) -> &'static str;
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError>;
     /// Takes back what `run` did. Best effort: failures are logged, and what
     /// is left is found again by reconciliation.
@@ -70,8 +73,8 @@ pub(crate) struct PrepareRun<'a> {
     pub plans: Vec<DevicePlan>,
     /// MIG devices made by this run, by index into `request.devices`.
     pub created: Vec<(usize, PciAddress, MigInstanceRecord)>,
-    /// Cards this run turned MIG on for.
-    pub mig_enabled_on: Vec<PciAddress>,
+    /// Cards whose MIG mode this run switched (on for MIG, off for a whole card).
+    pub mode_changed_on: Vec<PciAddress>,
     /// Time slices set and MPS daemons started by this run.
     pub sharing_applied: Vec<SharingApplied>,
     /// Cards this run moved (or began to move) to vfio-pci.
@@ -98,7 +101,7 @@ impl<'a> PrepareRun<'a> {
             checkpoint: CheckpointData::default(),
             plans: Vec::new(),
             created: Vec::new(),
-            mig_enabled_on: Vec::new(),
+            mode_changed_on: Vec::new(),
             sharing_applied: Vec::new(),
             vfio_moved: Vec::new(),
             cdi_device_ids: Vec::new(),
@@ -118,17 +121,20 @@ impl<'a> PrepareRun<'a> {
 }
 
 /// Runs `steps` until one sets the outcome; on a failure undoes the steps
-/// that ran, newest first, and returns the failure.
+/// that ran, newest first, and returns the failure. A fault point follows
+/// every step and every undo (`prepare/after/<id>`, `prepare/undo/<id>`).
 pub(crate) fn run_steps(
     steps: &[&dyn PrepareStep],
     run: &mut PrepareRun<'_>,
 ) -> Result<Vec<PreparedDevice>, PrepareError> {
     for (index, step) in steps.iter().enumerate() {
-        if let Err(error) = step.run(run) {
+        let ran = step.run(run);
+        // A step that failed took back its own part; one that ran but whose fault point failed
+        // is undone with the steps before it.
+        let undo_to = if ran.is_ok() { index + 1 } else { index };
+        if let Err(error) = ran.and_then(|()| fault_point(&format!("prepare/after/{}", step.id()))) {
             tracing::warn!(claim = %run.claim_label(), step = step.name(), %error, "prepare failed; undoing");
-            for done in steps[..index].iter().rev() {
-                done.undo(run);
-            }
+            undo_steps(steps.get(..undo_to).unwrap_or(steps), run);
             return Err(error);
         }
         if let Some(devices) = run.outcome.take() {
@@ -139,4 +145,12 @@ pub(crate) fn run_steps(
         &run.claim_label(),
         "the prepare pipeline ended without recording the claim as prepared",
     ))
+}
+
+fn undo_steps(done: &[&dyn PrepareStep], run: &mut PrepareRun<'_>) {
+    for step in done.iter().rev() {
+        step.undo(run);
+        // A failure injected here has nothing left to stop: the undo goes on.
+        let _ = fault_point(&format!("prepare/undo/{}", step.id()));
+    }
 }

@@ -12,6 +12,10 @@ impl PrepareStep for RecordPrepareCompleted {
         "record PrepareCompleted"
     }
 
+    fn id(&self) -> &'static str {
+        "record-prepare-completed"
+    }
+
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         let label = run.claim_label();
         let claim = run
@@ -35,8 +39,17 @@ impl PrepareStep for RecordPrepareCompleted {
         Ok(())
     }
 
-    /// The last step: nothing runs after it that could fail.
-    fn undo(&self, _run: &mut PrepareRun<'_>) {}
+    /// Nothing after the last step fails in production, but an undo must leave a record the next
+    /// start rolls back, never a `PrepareCompleted` claim whose devices the undo removes.
+    fn undo(&self, run: &mut PrepareRun<'_>) {
+        let uid = run.request.claim.uid.clone();
+        if let Some(claim) = run.checkpoint.claims.get_mut(&uid) {
+            claim.state = ClaimState::PrepareStarted;
+            if let Err(error) = run.store.save(&run.checkpoint) {
+                tracing::warn!(claim = %run.claim_label(), %error, "cannot record the claim as PrepareStarted again; reconciliation will see it as prepared");
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,13 +4,16 @@
 use super::{PrepareRun, PrepareStep};
 use crate::checkpoint::{CheckpointClaim, CheckpointDevice, ClaimState};
 use crate::error::PrepareError;
-use crate::fault_point::fault_point;
 
 pub(crate) struct RecordPrepareStarted;
 
 impl PrepareStep for RecordPrepareStarted {
     fn name(&self) -> &'static str {
         "record PrepareStarted"
+    }
+
+    fn id(&self) -> &'static str {
+        "record-prepare-started"
     }
 
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
@@ -27,6 +30,7 @@ impl PrepareStep for RecordPrepareStarted {
                 target: device.target.clone(),
                 cdi_device_ids: Vec::new(),
                 mig_instance: None,
+                mig_create_attempted: false,
                 sharing: run.plan(index).sharing,
                 vfio: None,
             })
@@ -42,7 +46,6 @@ impl PrepareStep for RecordPrepareStarted {
             },
         );
         run.store.save(&run.checkpoint)?;
-        fault_point("after-prepare-started");
         Ok(())
     }
 

@@ -11,6 +11,10 @@ impl PrepareStep for TakeNodeLock {
         "take the node lock"
     }
 
+    fn id(&self) -> &'static str {
+        "take-node-lock"
+    }
+
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         run.lock = Some(node_lock::acquire(&run.config.lock_path(), run.config.lock_timeout)?);
         Ok(())

@@ -17,6 +17,10 @@ impl PrepareStep for WriteCdiSpec {
         "write the CDI spec"
     }
 
+    fn id(&self) -> &'static str {
+        "write-cdi-spec"
+    }
+
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         let uid = &run.request.claim.uid;
         let (devices, claim_edits) = cdi_devices(run)?;
@@ -75,9 +79,8 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
                     Some(percentage) => {
                         let card = card.to_string();
                         let pipe = run.config.mps_pipe_dir(&card).display().to_string();
-                        let log = run.config.mps_log_dir(&card).display().to_string();
                         let shm = run.config.mps_shm_dir(&card).display().to_string();
-                        edits.with_mps(&pipe, &log, &shm, percentage)
+                        edits.with_mps(&pipe, &shm, percentage)
                     }
                     None => edits,
                 }

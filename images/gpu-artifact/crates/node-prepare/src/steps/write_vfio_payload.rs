@@ -15,6 +15,10 @@ impl PrepareStep for WriteVfioPayload {
         "write the QEMU hook payload"
     }
 
+    fn id(&self) -> &'static str {
+        "write-vfio-payload"
+    }
+
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         let Some(claim) = run.checkpoint.claims.get(&run.request.claim.uid) else {
             return Ok(());
@@ -26,14 +30,15 @@ impl PrepareStep for WriteVfioPayload {
             .zip(&claim.devices)
             .filter_map(|(device, recorded)| recorded.vfio.as_ref().map(|record| (device, record)))
             .collect();
-        if devices.is_empty() {
+        let Some((first, _)) = devices.first() else {
             return Ok(());
-        }
+        };
+        let card = first.target.pci_address().to_string();
         let root = HostRoot::new(&run.config.host_root);
         let label = run.claim_label();
         let payload = hook_payload(&root, run.request, &devices).map_err(|source| PrepareError::Vfio {
             claim: label.clone(),
-            card: devices[0].0.target.pci_address().to_string(),
+            card,
             source: Box::new(source),
         })?;
         let text = serde_json::to_vec_pretty(&payload)

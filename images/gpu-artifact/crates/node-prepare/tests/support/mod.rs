@@ -74,6 +74,11 @@ impl Node {
         ToolStandIns::at(&self.host)
     }
 
+    /// The time slice the stand-in `nvidia-smi` last set on the card `uuid`.
+    pub fn time_slice(&self, uuid: &str) -> Option<u8> {
+        self.tools().time_slice(uuid)
+    }
+
     /// The driver bound to a PCI function of the fixture.
     pub fn driver_of(&self, address: &str) -> Option<String> {
         std::fs::read_link(self.host.path(format!("sys/bus/pci/devices/{address}/driver")))
@@ -133,7 +138,6 @@ impl Node {
 pub fn backend_at(library: &Path) -> NvidiaBackend {
     NvidiaBackend::load(NvidiaBackendConfig {
         library_path: Some(library.to_path_buf()),
-        ..NvidiaBackendConfig::default()
     })
     .expect("the backend loads the mock")
 }
@@ -168,6 +172,7 @@ pub fn physical_request(uid: &str) -> PrepareRequest {
             share_id: None,
             share_percent: None,
             config: None,
+            vfio_allowed: false,
             target: OfferedDevice::Physical {
                 pci_address: A30_ADDRESS.parse().unwrap(),
                 uuid: A30_UUID.into(),
@@ -205,6 +210,7 @@ pub fn vfio_request(uid: &str, address: &str) -> PrepareRequest {
         *pci_address = address.parse().unwrap();
     }
     request.vfio_requested = true;
+    request.devices[0].vfio_allowed = true;
     request.pods = vec![ReservedPod {
         name: "vm-0".into(),
         uid: "pod-uid-0".into(),
@@ -223,6 +229,7 @@ pub fn mig_request(uid: &str, starts: &[u32]) -> PrepareRequest {
             share_id: None,
             share_percent: None,
             config: None,
+            vfio_allowed: false,
             target: OfferedDevice::Mig {
                 pci_address: A30_ADDRESS.parse().unwrap(),
                 parent_uuid: A30_UUID.into(),
@@ -263,7 +270,7 @@ pub fn prepare_in_child_if_asked(request: impl FnOnce() -> PrepareRequest) {
 }
 
 /// Runs `test` of this binary in a child process on `node`'s files with the fault point `point`
-/// set; returns once the child died of it (SIGABRT).
+/// set; returns once the child died of it (the point kills its process with SIGKILL).
 pub fn crash_in_child(test: &str, point: &str, node: &Node) {
     use std::os::unix::process::ExitStatusExt;
     let output = std::process::Command::new(std::env::current_exe().unwrap())
@@ -277,7 +284,7 @@ pub fn crash_in_child(test: &str, point: &str, node: &Node) {
         .unwrap();
     assert_eq!(
         output.status.signal(),
-        Some(6),
+        Some(9),
         "the child was not aborted at {point}: {}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)

@@ -15,6 +15,7 @@
 pub mod events;
 pub mod instances;
 pub mod profiles;
+pub mod remapped_rows;
 
 use nvml_wrapper::Device;
 use nvml_wrapper_sys::bindings::{nvmlDevice_t, nvmlReturn_enum_NVML_SUCCESS, nvmlReturn_t};

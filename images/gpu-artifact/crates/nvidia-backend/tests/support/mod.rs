@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use gpu_vendor::PciAddress;
 use mock_nvml::machine::{Card, Machine};
 use mock_nvml::test_support::{MockInstall, MockStateFile, machine_fixture};
-use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig, XidPolicy};
+use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig};
 use tempfile::TempDir;
 
 /// The single-card fixtures, one per supported model.
@@ -58,13 +58,8 @@ impl MockNode {
     }
 
     pub fn backend(&self) -> NvidiaBackend {
-        self.backend_with_policy(XidPolicy::default())
-    }
-
-    pub fn backend_with_policy(&self, xid_policy: XidPolicy) -> NvidiaBackend {
         NvidiaBackend::load(NvidiaBackendConfig {
             library_path: Some(self.install.library_path()),
-            xid_policy,
         })
         .expect("backend loads the mock")
     }

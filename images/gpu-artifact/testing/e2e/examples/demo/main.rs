@@ -6,6 +6,7 @@
 //!
 //! It reuses the e2e suite's node harness, so the demo runs exactly what the tests prove.
 
+mod class_table;
 #[path = "../../tests/handler_node/mod.rs"]
 mod handler_node;
 #[path = "../../tests/plugin_node/mod.rs"]
@@ -20,7 +21,6 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use plugin_node::PluginNode;
 use serde_json::json;
-use support::components::{controller_rules, kubeconfig_for};
 use testbed::{ComponentProcess, TestNamespace};
 
 #[tokio::main]
@@ -35,7 +35,7 @@ async fn main() {
     let shared = handler_node::setup("demo-a30-shared", NamedHost::A30Pcie).await;
     let controller = start_gpu_controller(&ns).await;
     for node in [&a30, &h100, &shared] {
-        let validator = pod_on(node.node.name(), "gpu-driver-validator");
+        let validator = support::components::validator_pod(node.node.name());
         support::create(&ns.api::<Pod>(), &validator).await;
     }
     // A node the admin gives to sharing: MPS shares of its card, no MIG.
@@ -53,11 +53,17 @@ async fn main() {
     walkthrough::inventory(&ns, &nodes).await;
     walkthrough::slices(&ns, &nodes).await;
 
-    // VFIO goes to the H100 node, whose kernel side of binding a card to vfio-pci is emulated; shares
-    // go to the sharing node. They are applied after the MIG and whole-card Pods run.
+    // The admin's classes first: the scheduler does not look again at a Pod whose extended resource had
+    // no DeviceClass when it first tried it. VFIO goes to the H100 node, whose kernel side of binding a
+    // card to vfio-pci is emulated; shares go to the sharing node. They are applied after the MIG and
+    // whole-card Pods run.
     let _kernel = KernelEmulator::start_with_uevents(h100.s.host.clone(), h100.s.ws.socket());
+    let classes = |file: &str| file.starts_with("gpuclass") || file.starts_with("deviceclass");
     let later = |file: &str| file == "shared-and-vfio-pods.yaml";
-    let applied = walkthrough::apply_examples(&ns, |file| !later(file)).await;
+    let applied = walkthrough::apply_examples(&ns, classes).await;
+    println!("\n== applied docs/examples: {}", applied.join(", "));
+    walkthrough::gpu_classes(&ns, &applied).await;
+    let applied = walkthrough::apply_examples(&ns, |file| !classes(file) && !later(file)).await;
     println!(
         "\n== applied docs/examples into namespace {}: {}",
         ns.name(),
@@ -79,6 +85,8 @@ async fn main() {
     walkthrough::mig_instances(&nodes);
     walkthrough::inventory(&ns, &nodes).await;
     walkthrough::slices(&ns, &nodes).await;
+    class_table::wait_allocations_counted(&ns.client()).await;
+    walkthrough::gpu_classes(&ns, &[]).await;
     println!("\n== DEMO READY: the cluster stays up; `make demo-down` stops it.");
     println!("   logs of every component: {}", a30.s.ws.logs().display());
 
@@ -87,36 +95,11 @@ async fn main() {
     std::future::pending::<()>().await;
 }
 
-/// gpu-controller under its own RBAC, watching the demo namespace's validator Pods.
+/// gpu-controller under its own RBAC, watching the demo namespace's validator Pods and GPUClasses.
 async fn start_gpu_controller(ns: &TestNamespace) -> ComponentProcess {
     let dir = std::env::temp_dir().join(format!("{}-controller", ns.name()));
     std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = kubeconfig_for(ns, "gpu-controller", controller_rules(), &dir).await;
-    let reserved = support::components::reserve_port();
-    let port = reserved.number();
-    let env = [
-        ("KUBECONFIG", kubeconfig.display().to_string()),
-        ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
-        ("VALIDATOR_SELECTOR", "app=gpu-driver-validator".to_owned()),
-        ("POD_NAMESPACE", ns.name().to_owned()),
-        ("POD_NAME", "gpu-controller-0".to_owned()),
-        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
-        ("LOG_LEVEL", "Info".to_owned()),
-    ];
-    ComponentProcess::start("gpu-controller", &env, &dir.join("logs"))
-        .unwrap()
-        .holding(reserved)
-}
-
-/// A validator Pod bound to `node`: the simulated kubelet runs it and reports it Ready, which is
-/// what gpu-controller turns into DriverReady=True.
-fn pod_on(node: &str, app: &str) -> Pod {
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": format!("{app}-{node}"), "labels": {"app": app}},
-        "spec": {"nodeName": node, "containers": [{"name": "validator", "image": "registry.invalid/gpu/validator:demo"}]},
-    }))
-    .unwrap()
+    support::components::start_controller(ns, &dir, "Info", false).await.0
 }
 
 /// Sets one label on a Node, as an admin would with `kubectl label`.

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use gpu_api::PhysicalGPU;
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use gpu_api::{GPUClass, PhysicalGPU};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::Value;
@@ -42,6 +42,41 @@ pub async fn inventory(ns: &TestNamespace, nodes: &[&PluginNode]) {
                 status["currentState"]["nvidia"]["mig"]["mode"].as_str().unwrap_or("-"),
             );
         }
+    }
+}
+
+/// Waits until every GPUClass of `applied` (`GPUClass/<name>`) is Ready, then prints
+/// `kubectl get gpuclasses` and the DeviceClasses they became.
+pub async fn gpu_classes(ns: &TestNamespace, applied: &[String]) {
+    let classes = Api::<GPUClass>::all(ns.client());
+    for name in applied.iter().filter_map(|label| label.strip_prefix("GPUClass/")) {
+        crate::support::gpu_classes::wait_ready(&classes, name, "True", "DeviceClassReady").await;
+    }
+    println!("\n== GPUClasses ($ kubectl get gpuclasses)");
+    for line in crate::class_table::get_gpuclasses(&ns.client()).await {
+        println!("   {line}");
+    }
+    if applied.is_empty() {
+        return;
+    }
+    println!("\n== DeviceClasses rendered from them (extended resource, class config)");
+    let device_classes = Api::<DeviceClass>::all(ns.client());
+    for class in classes.list(&ListParams::default()).await.unwrap() {
+        let Some(dc) = device_classes.get_opt(&class.name_any()).await.unwrap() else {
+            continue;
+        };
+        let config = dc
+            .spec
+            .config
+            .as_ref()
+            .and_then(|c| c.first())
+            .and_then(|c| c.opaque.as_ref());
+        println!(
+            "   {:<12} {:<32} {}",
+            dc.name_any(),
+            dc.spec.extended_resource_name.clone().unwrap_or_default(),
+            config.map(|o| o.parameters.0.to_string()).unwrap_or_default()
+        );
     }
 }
 

@@ -38,14 +38,18 @@ pub struct Setup {
 
 /// A node with `fixture`'s sysfs, its agent running and its PhysicalGPU published; no handler yet.
 pub async fn setup(test: &str, fixture: NamedHost) -> Setup {
+    setup_in(TestNamespace::create(test).await.unwrap(), fixture).await
+}
+
+/// [`setup`] in `ns` (of a private control plane, say).
+pub async fn setup_in(ns: TestNamespace, fixture: NamedHost) -> Setup {
     let (address, device, machine) = match fixture {
-        NamedHost::A30Pcie => ("0000:01:00.0", "20b7", "a30.yaml"),
+        NamedHost::A30Pcie | NamedHost::A30SharedIommuGroup => ("0000:01:00.0", "20b7", "a30.yaml"),
         NamedHost::H100Pcie => ("0000:41:00.0", "2331", "h100-pcie.yaml"),
         NamedHost::H100SxmX8 => ("0000:18:00.0", "2330", "h100-sxm5-80gb-x8.yaml"),
         NamedHost::VmQemu => ("0000:06:00.0", "20b7", "a30-vm.yaml"),
         other => panic!("no mock NVML machine for {other:?}"),
     };
-    let ns = TestNamespace::create(test).await.unwrap();
     install_crds(&ns.client()).await;
     let node = ReadyNode::register(&ns, "gpu", BTreeMap::new()).await.unwrap();
     let ws = AgentWorkspace::new();

@@ -2,11 +2,22 @@
 //! metric names the rules and dashboards of `monitoring/` query, and the series and metric names a
 //! scrape serves (a counter's `_total`, a histogram's `_bucket`/`_sum`/`_count`).
 
+#![allow(dead_code)] // each test binary uses its own subset
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use crate::support::components::repo_root;
+
+/// The `/metrics` text of the component listening on loopback `port`.
+pub fn scrape(port: u16) -> anyhow::Result<String> {
+    let out = std::process::Command::new("curl")
+        .args(["-fsS", "--max-time", "5", &format!("http://127.0.0.1:{port}/metrics")])
+        .output()?;
+    anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Ok(String::from_utf8(out.stdout)?)
+}
 
 /// The series of one scrape: name, labels, value.
 pub type Series = Vec<(String, BTreeMap<String, String>, f64)>;

@@ -41,9 +41,32 @@ impl PluginNode {
     }
 
     /// Starts the handler and the kubelet simulator on a prepared node; returns once the node
-    /// offers `gpu0` (so DriverReady must become True, by the test or by gpu-controller).
+    /// offers `gpu0` (so DriverReady must become True, by the test or by gpu-controller). The
+    /// simulator acts as the kubelet of the cluster's release (its health stream and
+    /// `allocatedResourcesStatus`), with short retries and status syncs for the tests' deadlines.
     pub async fn launch(s: Setup, handler_env: &[(&str, String)]) -> Self {
+        let options = test_kubelet_options(&s).await;
+        Self::launch_with(s, handler_env, options).await
+    }
+
+    /// [`Self::launch`] with the simulator's options given.
+    pub async fn launch_with(s: Setup, handler_env: &[(&str, String)], options: KubeletSimOptions) -> Self {
         let mock = s.install_mock("nvml");
+        Self::launch_with_mock_and(s, mock, handler_env, options).await
+    }
+
+    /// [`Self::launch`] with a mock library the test installed (and perhaps changed) first.
+    pub async fn launch_with_mock(s: Setup, mock: MockInstall, handler_env: &[(&str, String)]) -> Self {
+        let options = test_kubelet_options(&s).await;
+        Self::launch_with_mock_and(s, mock, handler_env, options).await
+    }
+
+    async fn launch_with_mock_and(
+        s: Setup,
+        mock: MockInstall,
+        handler_env: &[(&str, String)],
+        options: KubeletSimOptions,
+    ) -> Self {
         let (handler, handler_port) = start_handler_with(
             &s.ws,
             s.node.name(),
@@ -51,10 +74,6 @@ impl PluginNode {
             &mock.library_path(),
             handler_env,
         );
-        let options = KubeletSimOptions {
-            backoff_max: Duration::from_secs(4),
-            ..KubeletSimOptions::default()
-        };
         let kubelet = KubeletSim::start(s.ns.client(), s.node.name(), kubelet_root(&s), options);
         let node = Self {
             s,
@@ -63,8 +82,23 @@ impl PluginNode {
             handler_port,
             kubelet,
         };
-        node.wait_offered("gpu0").await;
+        // The card is published: whole, or (when MIG instances the node did not make hold it and
+        // withhold the whole card) as its free placements.
+        node.wait_offered_matching("gpu0", |device| device == "gpu0" || device.starts_with("gpu0-"))
+            .await;
         node
+    }
+
+    /// A node whose DriverReady comes from the real gpu-controller (started here, under its RBAC,
+    /// rendering the test's GPUClasses) through a driver-validator Pod the kubelet simulator runs.
+    /// One per test binary: a gpu-controller speaks for every PhysicalGPU of the cluster.
+    pub async fn start_with_controller(
+        test: &str,
+        fixture: NamedHost,
+        handler_env: &[(&str, String)],
+    ) -> (Self, ComponentProcess) {
+        let (s, controller) = setup_with_controller(test, fixture).await;
+        (Self::launch(s, handler_env).await, controller)
     }
 
     pub fn host(&self) -> PathBuf {
@@ -108,12 +142,17 @@ impl PluginNode {
     }
 
     pub async fn wait_offered(&self, device: &str) {
+        self.wait_offered_matching(device, |offered| offered == device).await;
+    }
+
+    /// Waits until a device `matches` accepts is offered (`what` names it in the error).
+    pub async fn wait_offered_matching(&self, what: &str, matches: impl Fn(&str) -> bool) {
         wait_until(
-            &format!("{device} offered on {}", self.s.node.name()),
+            &format!("{what} offered on {}", self.s.node.name()),
             Duration::from_secs(60),
             || async {
                 let offered = self.offered().await;
-                Ok(if offered.iter().any(|d| d == device) {
+                Ok(if offered.iter().any(|d| matches(d)) {
                     Progress::Done(())
                 } else {
                     Progress::Pending(format!("{offered:?}"))
@@ -158,13 +197,20 @@ impl PluginNode {
     /// Waits for the handler's `PrepareFailed` Event on a Pod of this node's namespace; returns its
     /// message (what the user reads in `kubectl describe pod`).
     pub async fn wait_prepare_failure_on_pod(&self) -> String {
+        self.wait_prepare_failure_on(None).await
+    }
+
+    /// [`Self::wait_prepare_failure_on_pod`] for the Pod named `pod` (any Pod of the namespace when `None`).
+    pub async fn wait_prepare_failure_on(&self, pod: Option<&str>) -> String {
         let ns = &self.s.ns;
         let events = Api::<Event>::namespaced(ns.client(), ns.name());
         wait_until("a PrepareFailed event on the pod", Duration::from_secs(60), || async {
             let list = events.list(&ListParams::default()).await?;
             let found = list.items.iter().find(|e| {
+                let regarding = e.regarding.as_ref();
                 e.reason.as_deref() == Some("PrepareFailed")
-                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Pod")
+                    && regarding.and_then(|r| r.kind.as_deref()) == Some("Pod")
+                    && pod.is_none_or(|pod| regarding.and_then(|r| r.name.as_deref()) == Some(pod))
             });
             Ok(match found {
                 Some(event) => Progress::Done(event.note.clone().unwrap_or_default()),
@@ -197,6 +243,27 @@ impl PluginNode {
     }
 }
 
+/// The node before its handler starts, with the real gpu-controller and the validator Pod (see
+/// [`PluginNode::start_with_controller`]).
+pub async fn setup_with_controller(test: &str, fixture: NamedHost) -> (Setup, ComponentProcess) {
+    let s = setup(test, fixture).await;
+    let (controller, _) = crate::support::components::start_controller(&s.ns, s.ws.dir.path(), "Debug", true).await;
+    let validator = crate::support::components::validator_pod(s.node.name());
+    crate::support::create(&s.ns.api::<Pod>(), &validator).await;
+    (s, controller)
+}
+
 pub fn kubelet_root(s: &Setup) -> PathBuf {
     s.ws.host_root().join("var/lib/kubelet")
+}
+
+/// The simulator acting as the kubelet of the cluster's release, with short retries and status
+/// syncs for the tests' deadlines.
+async fn test_kubelet_options(s: &Setup) -> KubeletSimOptions {
+    let minor = s.ns.cluster().server_minor().await.expect("server version");
+    KubeletSimOptions {
+        backoff_max: Duration::from_secs(4),
+        status_sync: Duration::from_secs(2),
+        ..KubeletSimOptions::for_release(minor)
+    }
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use host_fixtures::ToolStandIns;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Patch, PatchParams};
@@ -70,12 +71,26 @@ pub fn node_agent_rules() -> Vec<PolicyRule> {
     ]
 }
 
-/// What gpu-controller may do for DriverReady: read validator Pods, write PhysicalGPU status, hold its Lease.
+/// What gpu-controller may do: for DriverReady read validator Pods and write PhysicalGPU status; for
+/// GPUClasses read them, write their status and their DeviceClasses, read slices and claims; hold
+/// its Lease.
 pub fn controller_rules() -> Vec<PolicyRule> {
     vec![
         rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
         rule("gpu.deckhouse.io", &["physicalgpus/status"], &["get", "patch"]),
         rule("", &["pods"], &["get", "list", "watch"]),
+        rule("gpu.deckhouse.io", &["gpuclasses"], &["get", "list", "watch"]),
+        rule("gpu.deckhouse.io", &["gpuclasses/status"], &["get", "patch"]),
+        rule(
+            "resource.k8s.io",
+            &["deviceclasses"],
+            &["get", "list", "watch", "create", "patch", "delete"],
+        ),
+        rule(
+            "resource.k8s.io",
+            &["resourceslices", "resourceclaims"],
+            &["get", "list", "watch"],
+        ),
         rule(
             "coordination.k8s.io",
             &["leases"],
@@ -97,7 +112,7 @@ pub fn handler_rules() -> Vec<PolicyRule> {
             &["get", "list", "watch", "create", "patch", "update", "delete"],
         ),
         rule("resource.k8s.io", &["resourceclaims"], &["get"]),
-        rule("", &["nodes"], &["get", "list", "watch"]),
+        rule("", &["nodes"], &["get", "list", "watch", "patch"]),
         rule("", &["pods"], &["get"]),
         rule("events.k8s.io", &["events"], &["create", "patch"]),
     ]
@@ -184,6 +199,22 @@ pub fn start_handler(
     start_handler_with(ws, node, kubeconfig, nvml_library, &[])
 }
 
+/// The settings a crash or outage test gives gpu-handler: the tool stand-ins for `nvidia-smi` and the
+/// MPS control, MPS supervised every second, and, when `faults` is not empty, the fault points to
+/// die at and the file the handler writes when it reaches one.
+pub fn handler_fault_env(tools: &ToolStandIns, reached: &Path, faults: &str) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("NVIDIA_SMI", tools.nvidia_smi().display().to_string()),
+        ("NVIDIA_MPS_CONTROL", tools.mps_control().display().to_string()),
+        ("MPS_SUPERVISE_INTERVAL", "1s".to_owned()),
+    ];
+    if !faults.is_empty() {
+        env.push(("GPU_HANDLER_FAULT_POINT", faults.to_owned()));
+        env.push(("GPU_HANDLER_FAULT_REACHED", reached.display().to_string()));
+    }
+    env
+}
+
 /// [`start_handler`] with `extra` settings on top (a test-only fault point, say). Its kubelet root,
 /// host root and CDI directory are inside the workspace's fixture host.
 pub fn start_handler_with(
@@ -240,6 +271,50 @@ pub fn send_uevents(socket: &Path, payloads: &[Vec<u8>]) {
     for payload in payloads {
         sender.send_to(payload, socket).unwrap();
     }
+}
+
+/// Starts gpu-controller under its RBAC with its files in `dir`: validator Pods of `ns` speak for
+/// DriverReady, its Lease lives in `ns`, and, with `only_the_tests_classes`, it renders only the
+/// GPUClasses labelled for `ns` (tests share the cluster, each with a controller of its own; the demo
+/// has a cluster to itself); returns the process and its health port.
+pub async fn start_controller(
+    ns: &TestNamespace,
+    dir: &Path,
+    log_level: &str,
+    only_the_tests_classes: bool,
+) -> (ComponentProcess, u16) {
+    let kubeconfig = kubeconfig_for(ns, "gpu-controller", controller_rules(), dir).await;
+    let reserved = reserve_port();
+    let port = reserved.number();
+    let env = [
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
+        ("VALIDATOR_SELECTOR", "app=gpu-driver-validator".to_owned()),
+        (
+            "GPUCLASS_SELECTOR",
+            match only_the_tests_classes {
+                true => format!("{}={}", testbed::OWNER_LABEL, ns.name()),
+                false => String::new(),
+            },
+        ),
+        ("POD_NAMESPACE", ns.name().to_owned()),
+        ("POD_NAME", "gpu-controller-0".to_owned()),
+        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
+        ("LOG_LEVEL", log_level.to_owned()),
+    ];
+    let controller = ComponentProcess::start("gpu-controller", &env, &dir.join("logs")).unwrap();
+    (controller.holding(reserved), port)
+}
+
+/// A driver-validator Pod bound to `node`: the simulated kubelet runs it and reports it Ready, which
+/// gpu-controller turns into DriverReady=True on the node's PhysicalGPUs.
+pub fn validator_pod(node: &str) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("gpu-driver-validator-{node}"), "labels": {"app": "gpu-driver-validator"}},
+        "spec": {"nodeName": node, "containers": [{"name": "validator", "image": "registry.invalid/gpu/validator:test"}]},
+    }))
+    .unwrap()
 }
 
 /// A kubeconfig for a ServiceAccount of `ns` bound (cluster-wide) to `rules`.

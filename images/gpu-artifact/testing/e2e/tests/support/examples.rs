@@ -19,9 +19,9 @@ pub struct DocumentedExample {
     pub object: DynamicObject,
 }
 
-/// Every document of every file in `docs/examples`, DeviceClasses first (the order an admin
-/// applies them in: the scheduler does not look again at a Pod whose extended resource had no
-/// DeviceClass when it was first tried), namespaced ones bound to `ns`.
+/// Every document of every file in `docs/examples`, GPUClasses first, then DeviceClasses (the order
+/// an admin applies them in: the scheduler does not look again at a Pod whose extended resource had
+/// no DeviceClass when it was first tried), namespaced ones bound to `ns`.
 pub async fn documented_examples(ns: &TestNamespace) -> Vec<DocumentedExample> {
     let client = ns.client();
     let mut files: Vec<PathBuf> = std::fs::read_dir(repo_root().join("docs/examples"))
@@ -30,7 +30,11 @@ pub async fn documented_examples(ns: &TestNamespace) -> Vec<DocumentedExample> {
         .collect();
     files.sort_by_key(|path| {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        (!name.starts_with("deviceclass"), name)
+        let rank = ["gpuclass", "deviceclass"]
+            .iter()
+            .position(|prefix| name.starts_with(prefix))
+            .unwrap_or(2);
+        (rank, name)
     });
     let mut examples = Vec::new();
     for file in files {

@@ -7,7 +7,7 @@ use kube::{Client, Config};
 use testbed::{TestCluster, start_control_plane};
 
 /// `1.34` or `latest`: the release the shared test bed runs.
-async fn release() -> String {
+pub async fn release() -> String {
     if std::env::var_os("GPU_TESTBED_KUBECONFIG").is_some() {
         let minor = TestCluster::get().await.unwrap().server_minor().await.unwrap();
         if minor <= 34 { "1.34" } else { "latest" }.to_owned()

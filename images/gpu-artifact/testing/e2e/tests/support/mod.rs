@@ -6,7 +6,10 @@
 pub mod components;
 pub mod examples;
 pub mod gated_cluster;
+pub mod gpu_classes;
+pub mod module_hooks;
 pub mod node_objects;
+pub mod policies;
 pub mod publisher;
 pub mod rendered_rbac;
 
@@ -82,6 +85,26 @@ pub fn device_class(ns: &TestNamespace, name: &str, expression: &str, extended_r
         "spec": spec,
     }))
     .expect("a valid DeviceClass")
+}
+
+/// A DeviceClass of our driver's devices of `device_type` (`Physical` or `MIG`).
+pub fn device_type_class(ns: &TestNamespace, name: &str, device_type: &str) -> DeviceClass {
+    let expression = format!(
+        r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "{device_type}""#
+    );
+    device_class(ns, name, &expression, None)
+}
+
+/// [`device_class`] that lets its cards go to vfio-pci: the opaque `VfioDeviceConfig` an admin puts
+/// on a class for virtual machines (the only way a claim may get VFIO).
+pub fn vfio_class(ns: &TestNamespace, name: &str, expression: &str) -> DeviceClass {
+    let mut class = device_class(ns, name, expression, None);
+    class.spec.config = Some(vec![
+        serde_json::from_value(json!({"opaque": {"driver": DRIVER, "parameters": {
+            "apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"}}}))
+        .expect("a valid class config"),
+    ]);
+    class
 }
 
 /// A Pod pinned to `node` (tests share the cluster); `extra` is merged into its spec.
@@ -162,6 +185,26 @@ pub fn scheduling_message(pod: &Pod) -> String {
             )
         })
         .unwrap_or_else(|| "no PodScheduled condition yet".into())
+}
+
+/// Waits until the scheduler gave up on the Pod `pod` for now (PodScheduled False, Unschedulable);
+/// returns its reason and message.
+pub async fn wait_unschedulable(ns: &TestNamespace, pod: &str) -> String {
+    let pods = ns.api::<Pod>();
+    wait_until(
+        &format!("pod {pod} to be unschedulable"),
+        Duration::from_secs(60),
+        || async {
+            let message = scheduling_message(&pods.get(pod).await?);
+            Ok(if message.starts_with("Unschedulable") {
+                Progress::Done(message)
+            } else {
+                Progress::Pending(message)
+            })
+        },
+    )
+    .await
+    .unwrap()
 }
 
 pub async fn claims(ns: &TestNamespace) -> Vec<ResourceClaim> {

@@ -16,6 +16,8 @@ pub struct RunningPublisher {
     shutdown: Shutdown,
     pub cards: watch::Sender<Vec<CardOffering>>,
     catalog: watch::Receiver<DeviceCatalog>,
+    /// Every device of the cards, withheld ones included.
+    pub all_devices: watch::Receiver<DeviceCatalog>,
     pub metrics: PublicationMetrics,
     registry: Registry,
 }
@@ -24,6 +26,7 @@ impl RunningPublisher {
     pub fn start(client: Client, node: &str, cards: Vec<CardOffering>) -> Self {
         let (cards_sender, cards_receiver) = watch::channel(cards);
         let (catalog_sender, catalog) = watch::channel(DeviceCatalog::new());
+        let (all_devices_sender, all_devices) = watch::channel(DeviceCatalog::new());
         let mut registry = Registry::default();
         let metrics = PublicationMetrics::register(&mut registry);
         let shutdown = Shutdown::new();
@@ -37,7 +40,10 @@ impl RunningPublisher {
             client,
             config,
             cards_receiver,
-            catalog_sender,
+            slice_publication::PublishedSenders {
+                catalog: catalog_sender,
+                all_devices: all_devices_sender,
+            },
             metrics.clone(),
             shutdown.clone(),
         ));
@@ -46,6 +52,7 @@ impl RunningPublisher {
             shutdown,
             cards: cards_sender,
             catalog,
+            all_devices,
             metrics,
             registry,
         }

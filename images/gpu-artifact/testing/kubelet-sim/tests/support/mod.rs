@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
-use kubelet_plugin::{ClaimPreparer, ClaimRef, PluginConfig, PluginServer, PreparedDevice};
+use kubelet_plugin::{ClaimPreparer, ClaimRef, HealthFeed, PluginConfig, PluginServer, PreparedDevice};
 use kubelet_sim::{KubeletSim, KubeletSimOptions};
 use serde_json::json;
 use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
@@ -87,6 +87,16 @@ pub fn fast_options() -> KubeletSimOptions {
 impl SimNode {
     /// With `extended_resource`, the DeviceClass also serves the extended resource `gpu.deckhouse.io/<namespace>`.
     pub async fn start(test: &str, options: KubeletSimOptions, extended_resource: bool) -> Self {
+        Self::start_with(test, options, extended_resource, None).await
+    }
+
+    /// [`Self::start`] with the plugin also serving device health from `health`.
+    pub async fn start_with(
+        test: &str,
+        options: KubeletSimOptions,
+        extended_resource: bool,
+        health: Option<HealthFeed>,
+    ) -> Self {
         let ns = TestNamespace::create(test).await.unwrap();
         let node = ReadyNode::register(&ns, "node", BTreeMap::new()).await.unwrap();
         let client = ns.client();
@@ -128,7 +138,7 @@ impl SimNode {
             kubelet_root: root.path().to_owned(),
             ..PluginConfig::default()
         };
-        let plugin = PluginServer::start(config, Arc::clone(&preparer), plugin_shutdown.clone())
+        let plugin = PluginServer::start_with_health(config, Arc::clone(&preparer), health, plugin_shutdown.clone())
             .await
             .unwrap();
         let sim = KubeletSim::start(client, node.name(), root.path(), options);

@@ -17,7 +17,7 @@ const MIB: u64 = 1024 * 1024;
 pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(index: c_uint, device: *mut nvmlDevice_t) -> nvmlReturn_t {
     guard(|| {
         let session = session::current()?;
-        session.card(index as usize)?;
+        lookup::answering(&session, index as usize)?;
         *unsafe { out(device) }? = handles::device_to_raw(DeviceHandle::Physical { index: index as usize });
         Ok(())
     })
@@ -37,6 +37,7 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByPciBusId_v2(
             .and_then(|t| t.parse().ok())
             .ok_or(rc::INVALID_ARGUMENT)?;
         let index = session.machine.card_index(&wanted).ok_or(rc::NOT_FOUND)?;
+        lookup::answering(&session, index)?;
         *unsafe { out(device) }? = handles::device_to_raw(DeviceHandle::Physical { index });
         Ok(())
     })
@@ -55,6 +56,7 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByUUID(uuid: *const c_char, device: 
             .iter()
             .position(|c| c.uuid == wanted)
             .ok_or(rc::NOT_FOUND)?;
+        lookup::answering(&session, index)?;
         *unsafe { out(device) }? = handles::device_to_raw(DeviceHandle::Physical { index });
         Ok(())
     })

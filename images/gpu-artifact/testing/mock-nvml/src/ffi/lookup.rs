@@ -24,8 +24,25 @@ impl DeviceRef {
 }
 
 /// Any device handle, whole card or MIG device; stale MIG handles are
-/// `NVML_ERROR_INVALID_ARGUMENT`.
+/// `NVML_ERROR_INVALID_ARGUMENT`, every handle of a lost card `NVML_ERROR_GPU_IS_LOST`.
 pub fn device(raw: nvmlDevice_t) -> Result<DeviceRef, nvmlReturn_t> {
+    let device = any_device(raw)?;
+    answering(&device.session, device.index)?;
+    Ok(device)
+}
+
+/// `NVML_ERROR_GPU_IS_LOST` when card `index` fell off the bus: NVML then answers no query about
+/// it (the header lists that code for every device call).
+pub fn answering(session: &Session, index: usize) -> Result<(), nvmlReturn_t> {
+    let card = session.card(index)?;
+    let lost = session
+        .store
+        .read(|state| state.gpus.get(&card.pci_bus_id).is_some_and(|gpu| gpu.lost))
+        .map_err(super::state_error)?;
+    if lost { Err(rc::GPU_IS_LOST) } else { Ok(()) }
+}
+
+fn any_device(raw: nvmlDevice_t) -> Result<DeviceRef, nvmlReturn_t> {
     let session = session::current()?;
     match handles::device_from_raw(raw).ok_or(rc::INVALID_ARGUMENT)? {
         DeviceHandle::Physical { index } => {

@@ -3,10 +3,12 @@
 //! Mode changes follow real A100/H100 on bare metal: a set records the
 //! pending mode; it is applied at once (current = pending) when the card is
 //! idle, which is what the driver's automatic GPU reset achieves. When
-//! processes run, or MIG would be turned off while GPU instances exist, the
-//! call succeeds but `activationStatus` is `NVML_ERROR_IN_USE` and the mode
-//! stays pending ("MIG mode is in pending enable state ... In use by another
-//! client"); the next set on an idle card applies it.
+//! processes run, a client holds the card open without a context (DCGM's
+//! nv-hostengine: NVML does not list it), or MIG would be turned off while GPU
+//! instances exist, the call succeeds but `activationStatus` is
+//! `NVML_ERROR_IN_USE` and the mode stays pending ("MIG mode is in pending
+//! enable state ... In use by another client"); the next set on an idle card
+//! applies it.
 
 use std::os::raw::c_uint;
 
@@ -69,7 +71,7 @@ fn apply_mode(gpu: &mut GpuState, enable: bool) -> nvmlReturn_t {
     if gpu.mig_current == enable {
         return rc::SUCCESS;
     }
-    let busy = !gpu.processes.is_empty() || (!enable && !gpu.gpu_instances.is_empty());
+    let busy = !gpu.processes.is_empty() || !gpu.clients.is_empty() || (!enable && !gpu.gpu_instances.is_empty());
     if busy {
         return rc::IN_USE;
     }

@@ -13,6 +13,7 @@ mod device;
 mod events;
 mod gpu_instance;
 mod gpu_instance_profile;
+mod health;
 mod lookup;
 mod mig_mode;
 mod processes;

@@ -3,13 +3,12 @@
 
 use cel::common::ast::{ComprehensionExpr, Expr, IdedExpr, LiteralValue};
 
-use super::Expansion;
-use super::Helper;
 use super::comprehensions::{Builder, builder};
 use super::nodes::{call, comprehension, copy, ident, list, literal, simple_name};
+use super::{Expansion, Helper, take_args, take_receiver};
 
 pub(super) fn has(h: Helper, _: &mut Option<IdedExpr>, args: &mut Vec<IdedExpr>) -> Expansion {
-    let arg = args.pop().expect("arity");
+    let Some([arg]) = take_args(args) else { return Ok(None) };
     match arg.expr {
         Expr::Select(mut select) => {
             select.test = true;
@@ -24,9 +23,10 @@ pub(super) fn bind(h: Helper, target: &mut Option<IdedExpr>, args: &mut Vec<Ided
     if !matches!(target.as_ref().map(|t| &t.expr), Some(Expr::Ident(ns)) if ns == "cel") {
         return Ok(None);
     }
-    let var = simple_name(h, &args[0], "cel.bind() variable names must be simple identifiers")?;
-    let result = args.pop().expect("arity");
-    let init = args.pop().expect("arity");
+    let Some([name, init, result]) = take_args(args) else {
+        return Ok(None);
+    };
+    let var = simple_name(h, &name, "cel.bind() variable names must be simple identifiers")?;
     let (range, cond, step) = empty_range_loop(h, &var);
     Ok(Some(comprehension(
         h,
@@ -53,13 +53,14 @@ fn empty_range_loop(h: Helper, var: &str) -> (IdedExpr, IdedExpr, IdedExpr) {
 pub(super) fn opt_map(flat: bool) -> impl Fn(Helper, &mut Option<IdedExpr>, &mut Vec<IdedExpr>) -> Expansion {
     move |h, target, args| {
         let which = if flat { "optFlatMap" } else { "optMap" };
+        let Some((target, [name, body])) = take_receiver(target, args) else {
+            return Ok(None);
+        };
         let var = simple_name(
             h,
-            &args[0],
+            &name,
             &format!("{which}() variable name must be a simple identifier"),
         )?;
-        let body = args.pop().expect("arity");
-        let target = target.take().expect("receiver macro");
         let value_of = copy(h, &target);
         let has_value = call(h, "hasValue", Some(target), vec![]);
         let value = call(h, "value", Some(value_of), vec![]);
@@ -88,7 +89,10 @@ pub(super) fn opt_map(flat: bool) -> impl Fn(Helper, &mut Option<IdedExpr>, &mut
 /// `list.sortBy(v, key)` of the list extension.
 pub(super) fn sort_by(h: Helper, target: &mut Option<IdedExpr>, args: &mut Vec<IdedExpr>) -> Expansion {
     const INPUT: &str = "@__sortBy_input__";
-    let range = target.take().expect("receiver macro");
+    if args.len() != 2 {
+        return Ok(None);
+    }
+    let Some(range) = target.take() else { return Ok(None) };
     if !matches!(
         range.expr,
         Expr::List(_) | Expr::Select(_) | Expr::Ident(_) | Expr::Comprehension(_) | Expr::Call(_)
@@ -99,7 +103,10 @@ pub(super) fn sort_by(h: Helper, target: &mut Option<IdedExpr>, args: &mut Vec<I
         ));
     }
     let mut map_target = Some(ident(h, INPUT));
-    let keys = builder(Builder::Map)(h, &mut map_target, args)?.expect("map expands");
+    // `map` with the two arguments checked above always expands.
+    let Some(keys) = builder(Builder::Map)(h, &mut map_target, args)? else {
+        return Err(h.new_error(range.id, "sortBy() takes a variable and a key expression"));
+    };
     let input = ident(h, INPUT);
     let sorted = call(h, "@sortByAssociatedKeys", Some(input), vec![keys]);
     let (empty, cond, step) = empty_range_loop(h, INPUT);

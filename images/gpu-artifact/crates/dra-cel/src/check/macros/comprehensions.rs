@@ -5,7 +5,7 @@
 use cel::common::ast::{ComprehensionExpr, Expr, IdedExpr, LiteralValue, MapExpr};
 
 use super::nodes::{call, comprehension, ident, iteration_variable, list, literal, two_variables};
-use super::{ACCUMULATOR, Expansion, Helper};
+use super::{ACCUMULATOR, Expansion, Helper, take_receiver};
 
 #[derive(Clone, Copy)]
 pub(super) enum Quantifier {
@@ -19,11 +19,17 @@ pub(super) fn quantifier(
     two: bool,
 ) -> impl Fn(Helper, &mut Option<IdedExpr>, &mut Vec<IdedExpr>) -> Expansion {
     move |h, target, args| {
-        let predicate = args.pop().expect("arity");
-        let (var, var2) = if two {
-            two_variables(h, &args[0], &args[1])?
+        let (range, (var, var2), predicate) = if two {
+            let Some((range, [first, second, predicate])) = take_receiver(target, args) else {
+                return Ok(None);
+            };
+            (range, two_variables(h, &first, &second)?, predicate)
         } else {
-            (iteration_variable(h, &args[0], "argument must be a simple name")?, None)
+            let Some((range, [first, predicate])) = take_receiver(target, args) else {
+                return Ok(None);
+            };
+            let var = iteration_variable(h, &first, "argument must be a simple name")?;
+            (range, (var, None), predicate)
         };
         let accu = || Expr::Ident(ACCUMULATOR.to_owned());
         let (init, cond, step, result) = match kind {
@@ -63,7 +69,6 @@ pub(super) fn quantifier(
                 (init, cond, step, call(h, "_==_", None, vec![a, one]))
             }
         };
-        let range = target.take().expect("receiver macro");
         Ok(Some(comprehension(
             h,
             ComprehensionExpr {
@@ -94,16 +99,29 @@ pub(super) enum Builder {
 pub(super) fn builder(kind: Builder) -> impl Fn(Helper, &mut Option<IdedExpr>, &mut Vec<IdedExpr>) -> Expansion {
     move |h, target, args| {
         let two = !matches!(kind, Builder::Map | Builder::Filter);
-        let (var, var2) = if two {
-            two_variables(h, &args[0], &args[1])?
-        } else {
-            (iteration_variable(h, &args[0], "argument is not an identifier")?, None)
+        let variables = if two { 2 } else { 1 };
+        // The variables, then the transform (none for `filter`) after an optional filter; any
+        // other shape is declined (see `take_args`).
+        let bodies = args.len().checked_sub(variables);
+        let arity = match kind {
+            Builder::Filter => bodies == Some(1),
+            _ => matches!(bodies, Some(1 | 2)),
         };
-        let first_body = if two { 2 } else { 1 };
-        let mut body: Vec<IdedExpr> = args.drain(first_body..).collect();
+        if !arity || target.is_none() {
+            return Ok(None);
+        }
+        let (var, var2) = match args.as_slice() {
+            [first, second, ..] if two => two_variables(h, first, second)?,
+            [first, ..] => (iteration_variable(h, first, "argument is not an identifier")?, None),
+            [] => return Ok(None),
+        };
+        let mut body = args.split_off(variables);
         let transform = match kind {
-            Builder::Filter => ident(h, &var),
-            _ => body.pop().expect("arity"),
+            Builder::Filter => Some(ident(h, &var)),
+            _ => body.pop(),
+        };
+        let (Some(transform), Some(range)) = (transform, target.take()) else {
+            return Ok(None);
         };
         let filter = body.pop();
         let accu = h.next_expr(Expr::Ident(ACCUMULATOR.to_owned()));
@@ -128,7 +146,6 @@ pub(super) fn builder(kind: Builder) -> impl Fn(Helper, &mut Option<IdedExpr>, &
         };
         let cond = literal(h, LiteralValue::Boolean(true.into()));
         let result = h.next_expr(Expr::Ident(ACCUMULATOR.to_owned()));
-        let range = target.take().expect("receiver macro");
         Ok(Some(comprehension(
             h,
             ComprehensionExpr {

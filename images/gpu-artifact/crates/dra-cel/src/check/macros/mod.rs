@@ -21,6 +21,28 @@ pub(crate) const LEGACY_ACCUMULATOR: &str = "__result__";
 type Expansion = Result<Option<IdedExpr>, ParseError>;
 type Helper<'a, 'b> = &'a mut MacroExprHelper<'b>;
 
+/// The call's `N` arguments, taken for the expansion, or `None` (nothing taken) for another
+/// count. The parser expands a macro only for the arity it is registered with, so `None` does not
+/// happen; an expander that gets it declines, which leaves the call as written, as cel-go leaves
+/// a call that no macro matches.
+fn take_args<const N: usize>(args: &mut Vec<IdedExpr>) -> Option<[IdedExpr; N]> {
+    if args.len() != N {
+        return None;
+    }
+    std::mem::take(args).try_into().ok()
+}
+
+/// The receiver and the `N` arguments of a receiver-style macro call, as [`take_args`].
+fn take_receiver<const N: usize>(
+    target: &mut Option<IdedExpr>,
+    args: &mut Vec<IdedExpr>,
+) -> Option<(IdedExpr, [IdedExpr; N])> {
+    if target.is_none() || args.len() != N {
+        return None;
+    }
+    Some((target.take()?, take_args(args)?))
+}
+
 /// `cel.bind`, which the evaluated program needs too: the `cel` crate does not expand it.
 pub(crate) fn bind_macro() -> Macro {
     Macro::receiver("bind", 3, bind)

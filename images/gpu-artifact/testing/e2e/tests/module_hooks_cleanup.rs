@@ -1,0 +1,151 @@
+//! Two hooks of the module's hooks binary against the real API server, as addon-operator runs
+//! them: nodes the module cannot serve are reported on the Node, and disabling the module removes
+//! everything it created (PhysicalGPUs, node labels, slices, Events) and nothing else.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Event, Node};
+use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use serde_json::json;
+use support::components::install_crds;
+use support::module_hooks::{apply_object_patches, events_about, run_hook, values, version_of};
+use support::node_objects::create_node;
+use testbed::{Progress, TestCluster, wait_until};
+
+const NODE: &str = "module-hooks-worker";
+
+fn physical_gpu(name: &str) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "PhysicalGPU",
+        "metadata": {"name": name, "labels": {"gpu.deckhouse.io/node": NODE}}, "spec": {}}))
+    .unwrap()
+}
+
+fn slice(name: &str, driver: &str) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+        "spec": {"driver": driver, "nodeName": NODE, "pool": {"name": format!("gpus/{NODE}"), "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "gpu0"}]}}))
+    .unwrap()
+}
+
+async fn dynamic(client: &kube::Client, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
+    let (resource, _) = kube::discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind))
+        .await
+        .unwrap();
+    Api::all_with(client.clone(), &resource)
+}
+
+/// A node whose NodeGroup has spec.gpu and a node whose GPUs are DriverReady without CDI get an Event;
+/// then disabling the module removes its PhysicalGPUs, node labels, slices and Events and leaves the
+/// admin's label, another driver's slice and the Node alone.
+#[tokio::test]
+async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made() {
+    let cluster = TestCluster::get().await.unwrap();
+    let client = cluster.client();
+    install_crds(&client).await;
+    let labels = [
+        ("gpu.deckhouse.io/os.id", "ubuntu"),
+        ("gpu.deckhouse.io/kernel.version", "6.8.0-45-generic"),
+        ("gpu.deckhouse.io/allow-mig", "false"),
+        ("gpu.deckhouse.io/cdi", "false"),
+    ];
+    let node_manager = "module-hooks-node-manager-gpu";
+    let nodes = Api::<Node>::all(client.clone());
+    for node in [NODE, node_manager] {
+        let _ = nodes.delete(node, &Default::default()).await;
+    }
+    create_node(&client, NODE, &labels).await;
+    create_node(&client, node_manager, &[("node.deckhouse.io/gpu", "")]).await;
+
+    // bootstrap-nodes with the snapshots addon-operator would give it.
+    let contexts = json!([{"binding": "beforeHelm", "snapshots": {
+        "physicalgpus": [{"filterResult": {"node": NODE, "vendor": "10de", "driverReady": "True"}}],
+        "nodes": [{"filterResult": {"name": NODE, "cdi": "false", "nodeManagerGPU": false}},
+                  {"filterResult": {"name": node_manager, "cdi": "", "nodeManagerGPU": true}}]}}]);
+    let run = run_hook(
+        "bootstrap-nodes",
+        cluster.kubeconfig_path(),
+        &contexts,
+        &values(&version_of(&cluster).await),
+    );
+    apply_object_patches(&client, &run.kubernetes_patch).await;
+    let reasons =
+        |events: BTreeMap<String, Event>| events.values().filter_map(|e| e.reason.clone()).collect::<Vec<_>>();
+    assert_eq!(reasons(events_about(&client, "Node", NODE).await), ["CDIDisabled"]);
+    assert_eq!(
+        reasons(events_about(&client, "Node", node_manager).await),
+        ["ManagedByNodeManager"]
+    );
+    assert_eq!(
+        run.metrics
+            .iter()
+            .filter(|m| m["name"] == "d8_gpu_node_not_served")
+            .count(),
+        2
+    );
+
+    // What a running module leaves in the cluster: a PhysicalGPU, slices of ours and of another driver.
+    let gpus = dynamic(&client, "gpu.deckhouse.io", "v1alpha1", "PhysicalGPU").await;
+    gpus.create(&PostParams::default(), &physical_gpu("module-hooks-worker-0-10de-20b7"))
+        .await
+        .unwrap();
+    let slices = dynamic(&client, "resource.k8s.io", "v1", "ResourceSlice").await;
+    slices
+        .create(&PostParams::default(), &slice("module-hooks-ours", "gpu.deckhouse.io"))
+        .await
+        .unwrap();
+    slices
+        .create(&PostParams::default(), &slice("module-hooks-theirs", "example.com"))
+        .await
+        .unwrap();
+
+    let run = run_hook(
+        "cleanup-on-disable",
+        cluster.kubeconfig_path(),
+        &json!([{"binding": "afterDeleteHelm"}]),
+        &values(&version_of(&cluster).await),
+    );
+    apply_object_patches(&client, &run.kubernetes_patch).await;
+
+    // shell-operator deletes in the foreground: the objects go once the garbage collector is done.
+    wait_until(
+        "every PhysicalGPU and our slice are gone",
+        std::time::Duration::from_secs(30),
+        || async {
+            let gpus_left = gpus.list(&ListParams::default()).await?.items.len();
+            let ours_left = slices.get_opt("module-hooks-ours").await?.is_some();
+            Ok(if gpus_left == 0 && !ours_left {
+                Progress::Done(())
+            } else {
+                Progress::Pending(format!("{gpus_left} PhysicalGPUs, our slice left: {ours_left}"))
+            })
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        slices.get_opt("module-hooks-theirs").await.unwrap().is_some(),
+        "another driver's slice stays"
+    );
+    let node = Api::<Node>::all(client.clone()).get(NODE).await.unwrap();
+    let left: Vec<String> = node
+        .metadata
+        .labels
+        .unwrap()
+        .into_keys()
+        .filter(|k| k.starts_with("gpu.deckhouse.io/"))
+        .collect();
+    assert_eq!(left, ["gpu.deckhouse.io/allow-mig"], "only the admin's label stays");
+    assert!(
+        events_about(&client, "Node", NODE).await.is_empty(),
+        "the hooks' Events are gone"
+    );
+    assert!(events_about(&client, "Node", node_manager).await.is_empty());
+    slices.delete("module-hooks-theirs", &Default::default()).await.unwrap();
+    for node in [NODE, node_manager] {
+        nodes.delete(node, &Default::default()).await.unwrap();
+    }
+}

@@ -1,0 +1,251 @@
+//! The module's NodeGroupConfigurations as bashible runs them: each script rendered by the real helm
+//! from the chart, its bashible template rendered by the real helm (Go templates, as bashible renders
+//! them) for a NodeGroup, then run by bash against a node made of files: PCI devices, containerd's
+//! conf.d, the kubelet's kubeconfig. bashible's own commands (bb-kubectl, bb-sync-file, ...) and crictl
+//! are stand-ins that record what they are asked; every host path the scripts touch is moved under
+//! the node's root.
+
+mod support;
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use support::rendered_rbac::{helm_binary, of_kind, render_chart};
+
+const CDI_CONF: &str = "etc/containerd/conf.d/gpu-cdi.toml";
+
+/// The content of the chart's NodeGroupConfiguration `name`.
+fn configuration(name: &str) -> String {
+    let objects = render_chart(&["driver-ready"]);
+    let found = of_kind(&objects, "NodeGroupConfiguration")
+        .find(|c| c["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no NodeGroupConfiguration {name}"));
+    found["spec"]["content"].as_str().unwrap().to_owned()
+}
+
+/// The script bashible would run: `content` rendered by helm's Go templates with the bashible
+/// context `context` (`cri`, `nodeGroup`).
+fn bashible_render(content: &str, context: &Value) -> String {
+    let chart = tempfile::tempdir().unwrap();
+    fs::write(
+        chart.path().join("Chart.yaml"),
+        "apiVersion: v2\nname: step\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    fs::write(chart.path().join("step.tpl"), content).unwrap();
+    fs::create_dir(chart.path().join("templates")).unwrap();
+    // helm checks that its output is YAML: the script goes into a block scalar.
+    fs::write(
+        chart.path().join("templates/step.yaml"),
+        "script: |\n{{ tpl (.Files.Get \"step.tpl\") .Values | indent 2 }}\n",
+    )
+    .unwrap();
+    fs::write(chart.path().join("context.json"), context.to_string()).unwrap();
+    let out = Command::new(helm_binary())
+        .args(["template", "step"])
+        .arg(chart.path())
+        .arg("-f")
+        .arg(chart.path().join("context.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rendered: Value = serde_yaml::from_slice(&out.stdout).unwrap();
+    rendered["script"].as_str().unwrap().to_owned()
+}
+
+/// A node as files, with the stand-ins of bashible's commands and crictl.
+struct Node {
+    root: tempfile::TempDir,
+}
+
+impl Node {
+    fn new() -> Node {
+        let node = Node {
+            root: tempfile::tempdir().unwrap(),
+        };
+        let stand_ins = [
+            ("bb-d8-node-name", "echo worker-a"),
+            ("bb-log-error", "echo \"$@\" >&2"),
+            ("bb-sync-file", "cat > \"$1\""),
+            ("sleep", "true"),
+            ("crictl", "cat \"$ROOT/crictl-info\""),
+            // Records every call; `get` prints the node label in $ROOT/node-label; fails while
+            // $ROOT/api-down exists (the API server cannot be reached).
+            (
+                "bb-kubectl",
+                "echo \"$*\" >> \"$ROOT/kubectl.log\"\n[ ! -e \"$ROOT/api-down\" ] || exit 1\n\
+                 case \" $* \" in *\" get \"*) cat \"$ROOT/node-label\" 2>/dev/null || true ;; esac",
+            ),
+        ];
+        for (name, body) in stand_ins {
+            node.write(&format!("bin/{name}"), &format!("#!/bin/bash\n{body}\n"));
+            let path = node.path(&format!("bin/{name}"));
+            Command::new("chmod").arg("+x").arg(path).status().unwrap();
+        }
+        fs::create_dir_all(node.path("sys/bus/pci/devices")).unwrap();
+        node
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.root.path().join(relative)
+    }
+
+    fn write(&self, relative: &str, text: &str) {
+        let path = self.path(relative);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    fn pci_device(&self, address: &str, vendor: &str, class: &str) -> &Node {
+        self.write(&format!("sys/bus/pci/devices/{address}/vendor"), &format!("{vendor}\n"));
+        self.write(&format!("sys/bus/pci/devices/{address}/class"), &format!("{class}\n"));
+        self
+    }
+
+    fn joined(&self) -> &Node {
+        self.write("etc/kubernetes/kubelet.conf", "apiVersion: v1\nkind: Config\n");
+        self
+    }
+
+    /// Runs `script` as bashible runs a step (bash, errexit, pipefail), host paths under the root.
+    fn run(&self, script: &str) {
+        let root = self.root.path().display().to_string();
+        let moved = script
+            .replace("/sys/bus/pci/devices", &format!("{root}/sys/bus/pci/devices"))
+            .replace("/etc/containerd/", &format!("{root}/etc/containerd/"))
+            .replace("/etc/kubernetes/", &format!("{root}/etc/kubernetes/"));
+        self.write("step.sh", &moved);
+        let out = Command::new("bash")
+            .args(["-Eeo", "pipefail"])
+            .arg(self.path("step.sh"))
+            .env("ROOT", self.root.path())
+            .env("PATH", format!("{root}/bin:{}", std::env::var("PATH").unwrap()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the step failed: {}\n{moved}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn cdi_conf(&self) -> Option<String> {
+        fs::read_to_string(self.path(CDI_CONF)).ok()
+    }
+
+    fn kubectl_calls(&self) -> Vec<String> {
+        let log = fs::read_to_string(self.path("kubectl.log")).unwrap_or_default();
+        log.lines().map(str::to_owned).collect()
+    }
+}
+
+fn worker(cri: &str) -> Value {
+    json!({"cri": cri, "nodeGroup": {"name": "worker"}})
+}
+
+const NVIDIA_3D: (&str, &str) = ("0x10de", "0x030200");
+
+fn enabled(conf: &Option<String>) -> bool {
+    conf.as_deref().is_some_and(|c| {
+        c.contains("enable_cdi = true") && c.contains(r#"cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]"#)
+    })
+}
+
+#[test]
+fn cdi_is_turned_on_in_containerd_1_7_only_where_the_module_serves_gpus() {
+    let content = configuration("gpu-containerd-cdi.sh");
+    let on_gpu_worker = bashible_render(&content, &worker("Containerd"));
+
+    // A joined GPU node of a plain NodeGroup, and the same node at bootstrap (no kubelet yet).
+    for joined in [true, false] {
+        let node = Node::new();
+        node.pci_device("0000:3b:00.0", NVIDIA_3D.0, NVIDIA_3D.1);
+        if joined {
+            node.joined();
+        }
+        node.run(&on_gpu_worker);
+        assert!(enabled(&node.cdi_conf()), "joined {joined}: {:?}", node.cdi_conf());
+    }
+
+    // No NVIDIA GPU (an Intel GPU, NVIDIA's HDMI audio function): a file left from before goes.
+    let node = Node::new();
+    node.joined()
+        .pci_device("0000:00:02.0", "0x8086", "0x030000")
+        .pci_device("0000:3b:00.1", "0x10de", "0x040300");
+    node.write(CDI_CONF, "stale");
+    node.run(&on_gpu_worker);
+    assert_eq!(node.cdi_conf(), None);
+
+    // The admin's opt-out label removes it; while the API server cannot be asked nothing changes.
+    let node = Node::new();
+    node.joined().pci_device("0000:3b:00.0", NVIDIA_3D.0, NVIDIA_3D.1);
+    node.write("node-label", "false");
+    node.write(CDI_CONF, "written before");
+    node.write("api-down", "");
+    node.run(&on_gpu_worker);
+    assert_eq!(node.cdi_conf().as_deref(), Some("written before"));
+    fs::remove_file(node.path("api-down")).unwrap();
+    node.run(&on_gpu_worker);
+    assert_eq!(node.cdi_conf(), None);
+    assert!(
+        node.kubectl_calls()
+            .iter()
+            .all(|c| c.contains("get node worker-a") && c.contains("containerd-cdi-config")),
+        "{:?}",
+        node.kubectl_calls()
+    );
+
+    // Nodes the module never serves lose the file: the master NodeGroup, a NodeGroup with spec.gpu.
+    for context in [
+        json!({"cri": "Containerd", "nodeGroup": {"name": "master"}}),
+        json!({"cri": "Containerd", "nodeGroup": {"name": "gpu", "gpu": {"sharing": "TimeSlicing"}}}),
+    ] {
+        let node = Node::new();
+        node.joined().pci_device("0000:3b:00.0", NVIDIA_3D.0, NVIDIA_3D.1);
+        node.write(CDI_CONF, "written before");
+        node.run(&bashible_render(&content, &context));
+        assert_eq!(node.cdi_conf(), None, "{context}");
+    }
+
+    // containerd 2 (CDI on by default) and runtimes Deckhouse does not manage: nothing is touched.
+    for cri in ["ContainerdV2", "NotManaged"] {
+        let node = Node::new();
+        node.joined().pci_device("0000:3b:00.0", NVIDIA_3D.0, NVIDIA_3D.1);
+        node.write(CDI_CONF, "the admin's");
+        node.run(&bashible_render(&content, &worker(cri)));
+        assert_eq!(node.cdi_conf().as_deref(), Some("the admin's"), "{cri}");
+        assert!(node.kubectl_calls().is_empty(), "{cri}");
+    }
+}
+
+#[test]
+fn the_cdi_label_follows_what_the_running_containerd_reports() {
+    let script = bashible_render(&configuration("gpu-detect-cdi.sh"), &worker("Containerd"));
+    for (info, label) in [
+        (
+            r#"{"config": {"enableCDI": true, "cdiSpecDirs": ["/etc/cdi"]}}"#,
+            "true",
+        ),
+        (r#"{"config": {"enableCDI": false}}"#, "false"),
+        ("", "false"),
+    ] {
+        let node = Node::new();
+        node.joined();
+        node.write("crictl-info", info);
+        node.run(&script);
+        assert_eq!(
+            node.kubectl_calls(),
+            [format!(
+                "--kubeconfig {} label --overwrite=true node worker-a gpu.deckhouse.io/cdi={label}",
+                node.path("etc/kubernetes/kubelet.conf").display()
+            )],
+            "{info}"
+        );
+    }
+    // Before the node has joined there is nothing to label.
+    let node = Node::new();
+    node.run(&script);
+    assert!(node.kubectl_calls().is_empty());
+}
