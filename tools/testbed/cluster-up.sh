@@ -121,7 +121,10 @@ if [ -n "${TESTBED_AUDIT_GROUP:-}" ]; then
   audit=(--audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log")
 fi
 if [ "$advertise" = 127.0.0.1 ]; then apiserver_address=(--bind-address 127.0.0.1 --endpoint-reconciler-type none)
-else apiserver_address=(--bind-address 0.0.0.0 --endpoint-reconciler-type lease); fi
+else
+  # The real node: reach its kubelet (logs, exec) at the node's address; there is no DNS for its name.
+  apiserver_address=(--bind-address 0.0.0.0 --endpoint-reconciler-type lease --kubelet-preferred-address-types InternalIP)
+fi
 start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" "${apiserver_address[@]}" ${audit[@]+"${audit[@]}"} \
   --advertise-address "$advertise" --secure-port "$api_port" --cert-dir "$pki" \
   --kubelet-client-certificate "$pki/admin.crt" --kubelet-client-key "$pki/admin.key" \

@@ -86,6 +86,7 @@ setup_mounts() {
   setup_sys
   # What the NVIDIA kernel module and the kernel publish in /proc, from the fixture.
   mount --bind "$NODE_HOST/proc/driver" /proc/driver
+  mount --bind "$NODE_HOST/proc/devices" /proc/devices
   mount --bind "$NODE_HOST/proc/sys/kernel/random/boot_id" /proc/sys/kernel/random/boot_id
   setup_dev
 }
@@ -103,7 +104,7 @@ setup_cgroups() {
 
 # The mock NVML's machine and state: what plays the GPUs' own state, in every container at one path.
 setup_mock_nvml() {
-  cp "$NODE_HOST/mock-nvml/machine.yaml" /run/gpu-mock-nvml/machine.yaml
+  cp "$NODE_HOST"/mock-nvml/*.yaml /run/gpu-mock-nvml/   # machine.yaml and the model files it includes
   [ -f "$dir/disk/mock-nvml-state.json" ] && cp "$dir/disk/mock-nvml-state.json" /run/gpu-mock-nvml/state.json
   true
 }

@@ -20,8 +20,8 @@ spec.setdefault("hooks", {}).setdefault("createContainer", []).append(
     {"path": sys.argv[3], "args": ["real-node-host", "proc-hook"], "timeout": 10})
 spec["mounts"].append({"destination": "/run/gpu-mock-nvml", "type": "bind", "source": "/run/gpu-mock-nvml",
                        "options": ["rbind", "rw"]})
-spec["process"]["env"] += ["MOCK_NVML_MACHINE=/run/gpu-mock-nvml/machine.yaml",
-                           "MOCK_NVML_STATE=/run/gpu-mock-nvml/state.json"]
+spec["process"].setdefault("env", []).extend(["MOCK_NVML_MACHINE=/run/gpu-mock-nvml/machine.yaml",
+                           "MOCK_NVML_STATE=/run/gpu-mock-nvml/state.json"])
 json.dump(spec, open(sys.argv[2], "w"), indent=1)
 PY
 

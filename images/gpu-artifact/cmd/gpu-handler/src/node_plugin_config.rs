@@ -112,7 +112,11 @@ impl NodePluginConfig {
     }
 
     fn plugin_dir(&self) -> PathBuf {
-        self.plugin().dra_socket().parent().map(PathBuf::from).unwrap_or_default()
+        self.plugin()
+            .dra_socket()
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default()
     }
 
     pub fn plugin(&self) -> PluginConfig {

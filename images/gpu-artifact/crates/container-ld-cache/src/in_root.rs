@@ -70,7 +70,10 @@ mod tests {
         symlink("../../../../../etc", r.join("usr/escape")).unwrap();
         assert_eq!(in_root(r, "/sbin/ldconfig"), r.join("usr/sbin/real"));
         assert_eq!(in_root(r, "/usr/escape/passwd"), r.join("etc/passwd"));
-        assert_eq!(in_root(r, "../../etc/ld.so.conf.d/x.conf"), r.join("etc/ld.so.conf.d/x.conf"));
+        assert_eq!(
+            in_root(r, "../../etc/ld.so.conf.d/x.conf"),
+            r.join("etc/ld.so.conf.d/x.conf")
+        );
         symlink("loop", r.join("loop")).unwrap();
         assert!(in_root(r, "/loop/x").starts_with(r));
     }

@@ -107,7 +107,10 @@ mod tests {
     #[test]
     fn an_image_without_ldconfig_is_left_alone() {
         let root = tempfile::tempdir().unwrap();
-        assert_eq!(update(root.path(), &["/usr/lib/x86_64-linux-gnu".into()]).unwrap(), Outcome::NoLdconfig);
+        assert_eq!(
+            update(root.path(), &["/usr/lib/x86_64-linux-gnu".into()]).unwrap(),
+            Outcome::NoLdconfig
+        );
         assert!(!root.path().join("etc").exists());
     }
 
@@ -127,14 +130,25 @@ mod tests {
         // Any shared object with a soname will do: the machine's libc carries `libc.so.6`.
         std::fs::copy("/lib/x86_64-linux-gnu/libc.so.6", lib.join("libc-2.36.so")).unwrap();
         let outcome = update(root.path(), &["/usr/lib/x86_64-linux-gnu".into()]).unwrap();
-        assert_eq!(outcome, Outcome::Updated { ldconfig: sbin.join("ldconfig") });
+        assert_eq!(
+            outcome,
+            Outcome::Updated {
+                ldconfig: sbin.join("ldconfig")
+            }
+        );
         assert_eq!(
             std::fs::read_to_string(root.path().join("etc/ld.so.conf.d/00-gpu-deckhouse-driver.conf")).unwrap(),
             "/usr/lib/x86_64-linux-gnu\n"
         );
-        assert_eq!(std::fs::read_link(lib.join("libc.so.6")).unwrap(), Path::new("libc-2.36.so"));
+        assert_eq!(
+            std::fs::read_link(lib.join("libc.so.6")).unwrap(),
+            Path::new("libc-2.36.so")
+        );
         let cache = std::fs::read(root.path().join("etc/ld.so.cache")).unwrap();
         let needle = b"/usr/lib/x86_64-linux-gnu/libc.so.6";
-        assert!(cache.windows(needle.len()).any(|w| w == needle), "the cache names the library");
+        assert!(
+            cache.windows(needle.len()).any(|w| w == needle),
+            "the cache names the library"
+        );
     }
 }

@@ -21,12 +21,17 @@ pub fn container_root(state: &str) -> Result<PathBuf, LdCacheError> {
         path: config_path.clone(),
         source,
     })?;
-    let config: Value = serde_json::from_str(&text).map_err(|e| LdCacheError::State(format!("{}: {e}", config_path.display())))?;
+    let config: Value =
+        serde_json::from_str(&text).map_err(|e| LdCacheError::State(format!("{}: {e}", config_path.display())))?;
     let root = config["root"]["path"]
         .as_str()
         .ok_or_else(|| LdCacheError::State(format!("{}: no root.path", config_path.display())))?;
     let root = Path::new(root);
-    Ok(if root.is_absolute() { root.to_path_buf() } else { bundle.join(root) })
+    Ok(if root.is_absolute() {
+        root.to_path_buf()
+    } else {
+        bundle.join(root)
+    })
 }
 
 #[cfg(test)]
@@ -37,7 +42,10 @@ mod tests {
     fn a_relative_root_is_the_bundles() {
         let bundle = tempfile::tempdir().unwrap();
         std::fs::write(bundle.path().join("config.json"), r#"{"root": {"path": "rootfs"}}"#).unwrap();
-        let state = format!(r#"{{"ociVersion": "1.2.0", "id": "c", "pid": 7, "bundle": "{}"}}"#, bundle.path().display());
+        let state = format!(
+            r#"{{"ociVersion": "1.2.0", "id": "c", "pid": 7, "bundle": "{}"}}"#,
+            bundle.path().display()
+        );
         assert_eq!(container_root(&state).unwrap(), bundle.path().join("rootfs"));
         assert!(container_root("{}").unwrap_err().to_string().contains("bundle"));
     }

@@ -62,13 +62,17 @@ impl DriverFiles {
             }
             for name in libraries {
                 let relative = format!("{dir}/{name}");
-                edits.mounts.push((self.on_host(&relative), format!("/{relative}"), true));
+                edits
+                    .mounts
+                    .push((self.on_host(&relative), format!("/{relative}"), true));
             }
         }
         for tool in TOOLS {
             let relative = format!("usr/bin/{tool}");
             if self.root_here.join(&relative).is_file() {
-                edits.mounts.push((self.on_host(&relative), format!("/{relative}"), true));
+                edits
+                    .mounts
+                    .push((self.on_host(&relative), format!("/{relative}"), true));
             }
         }
         if let Some(hook) = self.ld_cache_hook.as_ref().filter(|_| !folders.is_empty()) {
@@ -126,7 +130,12 @@ mod tests {
         let lib = root.path().join("usr/lib/x86_64-linux-gnu");
         fs::create_dir_all(&lib).unwrap();
         fs::create_dir_all(root.path().join("usr/bin")).unwrap();
-        for name in ["libcuda.so.580.76.05", "libnvidia-ml.so.580.76.05", "libc.so.6", "libnvidia-ml.so.bak"] {
+        for name in [
+            "libcuda.so.580.76.05",
+            "libnvidia-ml.so.580.76.05",
+            "libc.so.6",
+            "libnvidia-ml.so.bak",
+        ] {
             fs::write(lib.join(name), b"\x7fELF").unwrap();
         }
         std::os::unix::fs::symlink("libcuda.so.580.76.05", lib.join("libcuda.so.1")).unwrap();

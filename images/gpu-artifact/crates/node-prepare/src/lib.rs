@@ -94,9 +94,9 @@ pub use checkpoint::{
 };
 pub use config::{CDI_KIND, NodePrepareConfig};
 pub use driver_files::DriverFiles;
-pub use mps_namespace::{MPS_NAMESPACE_COMMAND, exec_in_mps_namespace};
 pub use error::PrepareError;
 pub use fault_point::{FAULT_POINT_ENV, FAULT_REACHED_ENV, fault_points};
+pub use mps_namespace::{MPS_NAMESPACE_COMMAND, exec_in_mps_namespace};
 pub use preparer::NodePreparer;
 pub use reconcile::ReconcileReport;
 pub use request::{AllocatedDevice, PrepareRequest, ReservedPod};

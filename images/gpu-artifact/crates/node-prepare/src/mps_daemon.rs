@@ -47,7 +47,11 @@ pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &st
     if dir.exists() && daemon_answers(config, card, uuid) {
         return Ok(false);
     }
-    for made in [config.mps_pipe_dir(card), config.mps_log_dir(card), config.mps_shm_dir(card)] {
+    for made in [
+        config.mps_pipe_dir(card),
+        config.mps_log_dir(card),
+        config.mps_shm_dir(card),
+    ] {
         fs::create_dir_all(&made).map_err(PrepareError::io("create directory", &made))?;
     }
     if config.mps_launcher.is_some() {

@@ -19,8 +19,14 @@ use crate::error::PrepareError;
 pub const MPS_NAMESPACE_COMMAND: &str = "mps-namespace";
 
 pub(crate) fn mount_shm(shm: &Path) -> Result<(), PrepareError> {
-    rustix::mount::mount("tmpfs", shm, "tmpfs", MountFlags::NOSUID | MountFlags::NODEV, c"mode=1777,size=50%")
-        .map_err(|e| PrepareError::io("mount a tmpfs on", shm)(e.into()))
+    rustix::mount::mount(
+        "tmpfs",
+        shm,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        c"mode=1777,size=50%",
+    )
+    .map_err(|e| PrepareError::io("mount a tmpfs on", shm)(e.into()))
 }
 
 pub(crate) fn unmount_shm(config: &NodePrepareConfig, card: &str) {

@@ -26,7 +26,11 @@ pub fn list(nvml: &Nvml) -> Result<String, NvmlError> {
                 };
                 let name = mig.name()?;
                 let profile = name.rsplit_once("MIG ").map_or(name.as_str(), |(_, p)| p);
-                let _ = writeln!(out, "  MIG {profile:<11} Device {mig_index:>2}: (UUID: {})", mig.uuid()?);
+                let _ = writeln!(
+                    out,
+                    "  MIG {profile:<11} Device {mig_index:>2}: (UUID: {})",
+                    mig.uuid()?
+                );
             }
         }
     }

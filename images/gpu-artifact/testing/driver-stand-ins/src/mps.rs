@@ -33,7 +33,11 @@ impl MpsDirs {
     }
 
     fn log_line(&self, line: &str) {
-        if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(self.log.join("control.log")) {
+        if let Ok(mut file) = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log.join("control.log"))
+        {
             let _ = writeln!(file, "{line}");
         }
     }

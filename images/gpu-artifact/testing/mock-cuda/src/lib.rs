@@ -17,13 +17,16 @@ const CUDA_ERROR_NO_DEVICE: c_int = 100;
 const DRIVER_VERSION: c_int = 13000;
 
 fn cards() -> c_int {
-    let Ok(entries) = std::fs::read_dir("/dev") else { return 0 };
+    let Ok(entries) = std::fs::read_dir("/dev") else {
+        return 0;
+    };
     entries
         .filter_map(Result::ok)
         .filter(|e| {
             let name = e.file_name();
             let name = name.to_string_lossy();
-            name.strip_prefix("nvidia").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            name.strip_prefix("nvidia")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         })
         .count() as c_int
 }

@@ -245,7 +245,8 @@ impl Machine {
     /// Keeps only the cards this process can open (see [`MachineFile::device_nodes`]).
     pub fn retain_visible_cards(&mut self) {
         if let Some(dir) = &self.device_nodes {
-            self.cards.retain(|card| dir.join(format!("nvidia{}", card.minor)).exists());
+            self.cards
+                .retain(|card| dir.join(format!("nvidia{}", card.minor)).exists());
         }
     }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Node;
+use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use tokio::sync::OnceCell;
 
@@ -36,7 +37,8 @@ pub fn repo_root() -> PathBuf {
 
 impl RealNode {
     pub async fn get() -> anyhow::Result<&'static RealNode> {
-        NODE.get_or_try_init(|| async { tokio::task::spawn_blocking(attach_or_start).await? }).await
+        NODE.get_or_try_init(|| async { tokio::task::spawn_blocking(attach_or_start).await? })
+            .await
     }
 
     pub async fn client(&self) -> anyhow::Result<Client> {
@@ -79,7 +81,11 @@ fn attach_or_start() -> anyhow::Result<RealNode> {
     };
     let text = std::fs::read_to_string(&env_file).with_context(|| format!("read {}", env_file.display()))?;
     let env: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
-    let get = |key: &str| env.get(key).map(|v| v.to_string()).with_context(|| format!("{key} in {}", env_file.display()));
+    let get = |key: &str| {
+        env.get(key)
+            .map(|v| v.to_string())
+            .with_context(|| format!("{key} in {}", env_file.display()))
+    };
     Ok(RealNode {
         name: get("NODE_NAME")?,
         dir: get("NODE_DIR")?.into(),
@@ -91,7 +97,9 @@ fn attach_or_start() -> anyhow::Result<RealNode> {
 }
 
 fn start_for_this_process() -> anyhow::Result<PathBuf> {
-    let base = std::env::var_os("GPU_TEST_RUN_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let base = std::env::var_os("GPU_TEST_RUN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
     let dir = base.join(format!("realnode-{}", std::process::id()));
     let out = Command::new(repo_root().join("tools/testbed/node-up.sh"))
         .arg(std::env::var("K8S").unwrap_or_else(|_| "1.34".into()))
@@ -100,12 +108,23 @@ fn start_for_this_process() -> anyhow::Result<PathBuf> {
         .stderr(std::process::Stdio::inherit())
         .output()?;
     if !out.status.success() {
-        bail!("tools/testbed/node-up.sh failed ({}); logs in {}", out.status, dir.display());
+        bail!(
+            "tools/testbed/node-up.sh failed ({}); logs in {}",
+            out.status,
+            dir.display()
+        );
     }
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
 }
 
 /// Waits until Node `name` is Ready, failing with its conditions when `seconds` pass (KUBECONFIG).
+/// Deckhouse's label of a node of its system NodeGroup.
+pub const SYSTEM_ROLE_LABEL: &str = "node-role.deckhouse.io/system";
+
+/// What gpu-detect-cdi.sh (templates/node-configuration) labels a node whose containerd has CDI on.
+pub const CDI_LABEL: &str = "gpu.deckhouse.io/cdi";
+
+/// Waits until the Node is Ready, then labels it a Deckhouse system node with CDI on.
 pub fn wait_node_ready_blocking(name: &str, seconds: u64) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
@@ -116,6 +135,15 @@ pub fn wait_node_ready_blocking(name: &str, seconds: u64) -> anyhow::Result<()> 
             if let Ok(node) = nodes.get(name).await {
                 let conditions = node.status.and_then(|s| s.conditions).unwrap_or_default();
                 if conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True") {
+                    // What Deckhouse gives a node before the module runs (a kubelet may not set these
+                    // labels itself): its system node role (the module's controllers run on system
+                    // nodes, its node components on every node but the control plane, so the one node
+                    // is both), and the label bashible's run of the module's gpu-detect-cdi.sh sets
+                    // where the running containerd has CDI on (write-configs.sh turns it on).
+                    let label = serde_json::json!({"metadata": {"labels": {SYSTEM_ROLE_LABEL: "", CDI_LABEL: "true"}}});
+                    nodes
+                        .patch(name, &PatchParams::default(), &Patch::Merge(&label))
+                        .await?;
                     return Ok(());
                 }
                 seen = conditions

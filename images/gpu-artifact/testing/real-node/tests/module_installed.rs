@@ -41,24 +41,31 @@ async fn components_reach_the_api_server_with_their_pods_service_account_tokens(
             .map(|p| (p.metadata.uid.clone().unwrap(), p.metadata.name.clone().unwrap()))
             .collect();
         let user = format!("system:serviceaccount:d8-gpu:{account}");
-        let text = wait_until(&format!("a request of {user} from a Pod of {app} in the audit log"), Duration::from_secs(60), || {
-            let audit = audit.clone();
-            let pods = pods.clone();
-            let user = user.clone();
-            async move {
-                let text = std::fs::read_to_string(&audit).unwrap_or_default();
-                let found = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|event| {
-                    event["user"]["username"] == user.as_str()
-                        && event["user"]["extra"]["authentication.kubernetes.io/pod-uid"][0]
-                            .as_str()
-                            .is_some_and(|uid| pods.contains_key(uid))
-                });
-                Ok(match found {
-                    Some(event) => Progress::Done(event.to_string()),
-                    None => Progress::Pending(format!("{} audit events, Pods {pods:?}", text.lines().count())),
-                })
-            }
-        })
+        let text = wait_until(
+            &format!("a request of {user} from a Pod of {app} in the audit log"),
+            Duration::from_secs(60),
+            || {
+                let audit = audit.clone();
+                let pods = pods.clone();
+                let user = user.clone();
+                async move {
+                    let text = std::fs::read_to_string(&audit).unwrap_or_default();
+                    let found = text
+                        .lines()
+                        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                        .find(|event| {
+                            event["user"]["username"] == user.as_str()
+                                && event["user"]["extra"]["authentication.kubernetes.io/pod-uid"][0]
+                                    .as_str()
+                                    .is_some_and(|uid| pods.contains_key(uid))
+                        });
+                    Ok(match found {
+                        Some(event) => Progress::Done(event.to_string()),
+                        None => Progress::Pending(format!("{} audit events, Pods {pods:?}", text.lines().count())),
+                    })
+                }
+            },
+        )
         .await
         .unwrap();
         println!("{app}: {text}");
@@ -95,22 +102,41 @@ async fn node_agent_sees_the_fixture_host_and_receives_kernel_uevents() {
     // delivers uevents too.
     let agent = module_pods(&client, "gpu-node-agent").await.remove(0);
     let ip = agent.status.unwrap().pod_ip.unwrap();
-    let before = sample(&scrape(node, &client, &ns, &ip, 4211, "daemonsets", "gpu-node-agent").await, "gpu_node_agent_pci_uevents_total")
-        .unwrap_or(0.0);
-    let device = std::fs::read_dir("/sys/bus/pci/devices").unwrap().next().unwrap().unwrap().path();
+    let before = sample(
+        &scrape(node, &client, &ns, &ip, 4211, "daemonsets", "gpu-node-agent").await,
+        "gpu_node_agent_pci_uevents_total",
+    )
+    .unwrap_or(0.0);
+    let device = std::fs::read_dir("/sys/bus/pci/devices")
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     std::fs::write(device.join("uevent"), "change").unwrap();
     let after = wait_until("the agent to count the uevent", Duration::from_secs(60), || {
         let ns = ns.clone();
         let ip = ip.clone();
         let client = client.clone();
         async move {
-            let value = sample(&scrape(node, &client, &ns, &ip, 4211, "daemonsets", "gpu-node-agent").await, "gpu_node_agent_pci_uevents_total").unwrap_or(0.0);
-            Ok(if value > before { Progress::Done(value) } else { Progress::Pending(format!("{value} (before {before})")) })
+            let value = sample(
+                &scrape(node, &client, &ns, &ip, 4211, "daemonsets", "gpu-node-agent").await,
+                "gpu_node_agent_pci_uevents_total",
+            )
+            .unwrap_or(0.0);
+            Ok(if value > before {
+                Progress::Done(value)
+            } else {
+                Progress::Pending(format!("{value} (before {before})"))
+            })
         }
     })
     .await
     .unwrap();
-    println!("gpu_node_agent_pci_uevents_total {before} -> {after} after a change uevent of {}", device.display());
+    println!(
+        "gpu_node_agent_pci_uevents_total {before} -> {after} after a change uevent of {}",
+        device.display()
+    );
     delete_namespace(&client, &ns).await;
 }
 
@@ -122,11 +148,18 @@ async fn handler_registers_with_the_real_kubelets_plugin_manager() {
     let handler: Pod = module_pods(&client, "gpu-handler").await.remove(0);
     let ip = handler.status.unwrap().pod_ip.unwrap();
     let metrics = scrape(node, &client, &ns, &ip, 8443, "daemonsets", "gpu-handler").await;
-    assert_eq!(sample(&metrics, "gpu_handler_plugin_registered"), Some(1.0), "{metrics}");
+    assert_eq!(
+        sample(&metrics, "gpu_handler_plugin_registered"),
+        Some(1.0),
+        "{metrics}"
+    );
     // The kubelet found the registration socket in its plugins_registry and keeps the plugin.
     let socket = node.node_path("/var/lib/kubelet/plugins_registry/gpu.deckhouse.io-reg.sock");
     assert!(socket.exists(), "{} is missing", socket.display());
     let log = std::fs::read_to_string(node.dir.join("logs/kubelet.log")).unwrap();
-    assert!(log.contains("gpu.deckhouse.io"), "the kubelet's log never names the plugin");
+    assert!(
+        log.contains("gpu.deckhouse.io"),
+        "the kubelet's log never names the plugin"
+    );
     delete_namespace(&client, &ns).await;
 }

@@ -10,9 +10,19 @@ use support::*;
 /// Connects from the node's network namespace (bash's /dev/tcp) and returns what it said.
 fn connect_from_node(node: &real_node::node::RealNode, address: &str) -> String {
     let out = node
-        .exec(&["timeout", "10", "bash", "-c", &format!("exec 3<>/dev/tcp/{address}/443 && echo connected")])
+        .exec(&[
+            "timeout",
+            "10",
+            "bash",
+            "-c",
+            &format!("exec 3<>/dev/tcp/{address}/443 && echo connected"),
+        ])
         .unwrap();
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 #[tokio::test]
@@ -21,7 +31,10 @@ async fn no_packet_can_leave_the_node() {
     let routes = node.exec(&["ip", "-4", "route", "show", "table", "all"]).unwrap();
     let routes = String::from_utf8_lossy(&routes.stdout).into_owned();
     println!("routes of the node:\n{routes}");
-    assert!(!routes.lines().any(|l| l.starts_with("default")), "a default route:\n{routes}");
+    assert!(
+        !routes.lines().any(|l| l.starts_with("default")),
+        "a default route:\n{routes}"
+    );
     let links = String::from_utf8_lossy(&node.exec(&["ip", "-o", "link"]).unwrap().stdout).into_owned();
     for link in links.lines() {
         let name = link.split(':').nth(1).unwrap_or_default().trim();
@@ -40,7 +53,14 @@ async fn no_packet_can_leave_the_node() {
                   echo '== api'; nc -w 5 -z $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT 2>&1; echo \"exit $?\"";
     let out = run_to_end(&client, &ns, &workload_pod("probe", script, &[], &[])).await;
     for address in ["1.1.1.1", "192.168.1.1", "10.10.10.10"] {
-        let section = out.split(&format!("== {address}\n")).nth(1).unwrap().lines().take(2).collect::<Vec<_>>().join(" ");
+        let section = out
+            .split(&format!("== {address}\n"))
+            .nth(1)
+            .unwrap()
+            .lines()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ");
         assert!(
             section.contains("unreachable") || section.contains("No route to host"),
             "Pod to {address}: {section}"
@@ -48,6 +68,9 @@ async fn no_packet_can_leave_the_node() {
         assert!(!section.ends_with("exit 0"), "Pod to {address}: {section}");
     }
     let api = out.split("== api\n").nth(1).unwrap();
-    assert!(api.trim_end().ends_with("exit 0"), "the Pod must still reach the API server's Service: {api}");
+    assert!(
+        api.trim_end().ends_with("exit 0"),
+        "the Pod must still reach the API server's Service: {api}"
+    );
     delete_namespace(&client, &ns).await;
 }

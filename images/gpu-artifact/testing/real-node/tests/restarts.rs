@@ -37,12 +37,19 @@ fn checkpoint(node: &real_node::node::RealNode) -> Value {
 }
 
 fn claim_uids(checkpoint: &Value) -> Vec<String> {
-    checkpoint["claims"].as_object().map(|c| c.keys().cloned().collect()).unwrap_or_default()
+    checkpoint["claims"]
+        .as_object()
+        .map(|c| c.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 fn cdi_specs(node: &real_node::node::RealNode) -> Vec<String> {
     let mut specs: Vec<String> = std::fs::read_dir(node.node_path("/var/run/cdi"))
-        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     specs.sort();
     specs
@@ -60,24 +67,31 @@ async fn claim_uid(client: &kube::Client, ns: &str, name: &str) -> String {
 
 /// Waits until the Pod's log has a tick newer than `after` listing `expect`.
 async fn still_sees(client: &kube::Client, ns: &str, pod: &str, after: u64, expect: &str) {
-    wait_until(&format!("{ns}/{pod} to list {expect} after {after}"), Duration::from_secs(90), || async {
-        let log = logs(client, ns, pod).await;
-        let found = log.lines().rev().find_map(|l| {
-            let rest = l.strip_prefix("tick ")?;
-            let (time, seen) = rest.split_once(' ')?;
-            (time.parse::<u64>().ok()? > after).then(|| seen.to_owned())
-        });
-        Ok(match found {
-            Some(seen) if seen.contains(expect) => Progress::Done(()),
-            other => Progress::Pending(format!("last tick: {other:?}")),
-        })
-    })
+    wait_until(
+        &format!("{ns}/{pod} to list {expect} after {after}"),
+        Duration::from_secs(90),
+        || async {
+            let log = logs(client, ns, pod).await;
+            let found = log.lines().rev().find_map(|l| {
+                let rest = l.strip_prefix("tick ")?;
+                let (time, seen) = rest.split_once(' ')?;
+                (time.parse::<u64>().ok()? > after).then(|| seen.to_owned())
+            });
+            Ok(match found {
+                Some(seen) if seen.contains(expect) => Progress::Done(()),
+                other => Progress::Pending(format!("last tick: {other:?}")),
+            })
+        },
+    )
     .await
     .unwrap();
 }
 
 fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 async fn long_running(client: &kube::Client, ns: &str, name: &str, claim_name: &str) -> String {
@@ -105,7 +119,10 @@ async fn handler_pod_deleted_while_claims_are_prepared() {
     claim(&client, &ns, "part", "mig-2g12gb", 1, None).await;
     let whole = long_running(&client, &ns, "whole", "whole").await;
     long_running(&client, &ns, "part", "part").await;
-    let uids = [claim_uid(&client, &ns, "whole").await, claim_uid(&client, &ns, "part").await];
+    let uids = [
+        claim_uid(&client, &ns, "whole").await,
+        claim_uid(&client, &ns, "part").await,
+    ];
     let before = checkpoint(node);
     let specs = cdi_specs(node);
     println!("before: claims {:?}, CDI specs {specs:?}", claim_uids(&before));
@@ -119,27 +136,45 @@ async fn handler_pod_deleted_while_claims_are_prepared() {
     let deleted_at = now();
     wait_until("a new gpu-handler Pod", Duration::from_secs(120), || async {
         let pods = module_pods(&client, "gpu-handler").await;
-        Ok(match pods.iter().find(|p| p.metadata.uid.as_deref() != Some(old_uid.as_str())) {
-            Some(pod) if pod.metadata.deletion_timestamp.is_none() => Progress::Done(()),
-            _ => Progress::Pending(pods.iter().map(describe).collect::<Vec<_>>().join("; ")),
-        })
+        Ok(
+            match pods
+                .iter()
+                .find(|p| p.metadata.uid.as_deref() != Some(old_uid.as_str()))
+            {
+                Some(pod) if pod.metadata.deletion_timestamp.is_none() => Progress::Done(()),
+                _ => Progress::Pending(pods.iter().map(describe).collect::<Vec<_>>().join("; ")),
+            },
+        )
     })
     .await
     .unwrap();
     wait_module_ready(&client).await.unwrap(); // Ready = registered with the kubelet again (its readiness gate)
     let after = checkpoint(node);
     for uid in &uids {
-        assert!(claim_uids(&after).contains(uid), "claim {uid} survives in the checkpoint: {after}");
+        assert!(
+            claim_uids(&after).contains(uid),
+            "claim {uid} survives in the checkpoint: {after}"
+        );
     }
     assert_eq!(cdi_specs(node), specs, "the CDI specs survive");
     still_sees(&client, &ns, "whole", deleted_at, &whole[..12]).await;
-    println!("after: claims {:?}, CDI specs {:?}", claim_uids(&after), cdi_specs(node));
+    println!(
+        "after: claims {:?}, CDI specs {:?}",
+        claim_uids(&after),
+        cdi_specs(node)
+    );
 
     // Unprepare still works: the Pods and claims go, so do their specs and checkpoint entries.
     delete_namespace(&client, &ns).await;
     wait_until("the claims unprepared", Duration::from_secs(120), || async {
-        let left: Vec<String> = claim_uids(&checkpoint(node)).into_iter().filter(|u| uids.contains(u)).collect();
-        let specs: Vec<String> = cdi_specs(node).into_iter().filter(|s| uids.iter().any(|u| s.contains(u.as_str()))).collect();
+        let left: Vec<String> = claim_uids(&checkpoint(node))
+            .into_iter()
+            .filter(|u| uids.contains(u))
+            .collect();
+        let specs: Vec<String> = cdi_specs(node)
+            .into_iter()
+            .filter(|s| uids.iter().any(|u| s.contains(u.as_str())))
+            .collect();
         Ok(if left.is_empty() && specs.is_empty() {
             Progress::Done(())
         } else {
@@ -164,9 +199,17 @@ async fn kubelet_restarted_running_pods_keep_their_devices() {
     still_sees(&client, &ns, "before", restarted, &uuid[..12]).await;
     // The new kubelet found the plugin again: a claim made now is prepared for a new Pod.
     claim(&client, &ns, "after", "h100", 1, None).await;
-    let out = run_to_end(&client, &ns, &workload_pod("after", SHOW_GPUS, &[("gpu", "after")], &[])).await;
+    let out = run_to_end(
+        &client,
+        &ns,
+        &workload_pod("after", SHOW_GPUS, &[("gpu", "after")], &[]),
+    )
+    .await;
     let given = allocated_uuids(&client, &ns, "after").await.remove(0).1;
-    assert!(out.contains(&given), "the Pod made after the restart lists its card {given}: {out}");
+    assert!(
+        out.contains(&given),
+        "the Pod made after the restart lists its card {given}: {out}"
+    );
     let pod = Api::<Pod>::namespaced(client.clone(), &ns).get("before").await.unwrap();
     let restarts = pod.status.unwrap().container_statuses.unwrap()[0].restart_count;
     assert_eq!(restarts, 0, "the running container was not restarted");
@@ -192,26 +235,49 @@ async fn a_reboot_drops_what_cannot_survive_it() {
     let rebooted = now();
     let nodes = Api::<Node>::all(client.clone());
     let boot_after = wait_until("the Node to report a new boot id", Duration::from_secs(120), || async {
-        let id = nodes.get(&node.name).await?.status.and_then(|s| s.node_info).map(|i| i.boot_id).unwrap_or_default();
-        Ok(if !id.is_empty() && id != boot_before { Progress::Done(id) } else { Progress::Pending(id) })
+        let id = nodes
+            .get(&node.name)
+            .await?
+            .status
+            .and_then(|s| s.node_info)
+            .map(|i| i.boot_id)
+            .unwrap_or_default();
+        Ok(if !id.is_empty() && id != boot_before {
+            Progress::Done(id)
+        } else {
+            Progress::Pending(id)
+        })
     })
     .await
     .unwrap();
     wait_module_ready(&client).await.unwrap();
     // The kubelet starts the Pod again; the claim is prepared again in this boot: a new MIG device.
-    wait_until("the claim prepared again under the new boot id", Duration::from_secs(180), || async {
-        let now = checkpoint(node);
-        Ok(if now["bootId"] == boot_after.as_str() && now["claims"].get(&uid).is_some() {
-            Progress::Done(())
-        } else {
-            Progress::Pending(now.to_string())
-        })
-    })
+    wait_until(
+        "the claim prepared again under the new boot id",
+        Duration::from_secs(180),
+        || async {
+            let now = checkpoint(node);
+            Ok(
+                if now["bootId"] == boot_after.as_str() && now["claims"].get(&uid).is_some() {
+                    Progress::Done(())
+                } else {
+                    Progress::Pending(now.to_string())
+                },
+            )
+        },
+    )
     .await
     .unwrap();
     let after = checkpoint(node);
-    println!("after the reboot: boot id {boot_after}, claim {}", after["claims"][&uid]);
-    assert_ne!(after["claims"][&uid].to_string(), mig_before, "the MIG device was made again");
+    println!(
+        "after the reboot: boot id {boot_after}, claim {}",
+        after["claims"][&uid]
+    );
+    assert_ne!(
+        after["claims"][&uid].to_string(),
+        mig_before,
+        "the MIG device was made again"
+    );
     still_sees(&client, &ns, "part", rebooted, "MIG 2g.12gb").await;
     delete_namespace(&client, &ns).await;
 }

@@ -13,7 +13,12 @@ use crate::config::UeventSource;
 use crate::metrics::AgentMetrics;
 
 /// Starts the listener; its task ends on shutdown.
-pub fn spawn(source: UeventSource, trigger: Arc<Notify>, shutdown: Shutdown, metrics: AgentMetrics) -> anyhow::Result<()> {
+pub fn spawn(
+    source: UeventSource,
+    trigger: Arc<Notify>,
+    shutdown: Shutdown,
+    metrics: AgentMetrics,
+) -> anyhow::Result<()> {
     match source {
         UeventSource::Netlink => {
             let mut events = uevent::listen()?;

@@ -104,7 +104,9 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
         gpus += 1;
     }
     if let Some(driver) = run.config.driver.as_ref().filter(|_| gpus > 0) {
-        claim_edits.get_or_insert_with(ContainerEdits::default).merge(driver.edits()?);
+        claim_edits
+            .get_or_insert_with(ContainerEdits::default)
+            .merge(driver.edits()?);
     }
     Ok((devices, claim_edits))
 }

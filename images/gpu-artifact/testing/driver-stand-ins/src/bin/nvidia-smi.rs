@@ -19,10 +19,9 @@ fn main() -> ExitCode {
     let result = match args.as_slice() {
         [] => gpu_list::summary(&nvml),
         ["-L"] | ["--list-gpus"] => gpu_list::list(&nvml),
-        ["compute-policy", "-i", uuid, "--set-timeslice", level] if level.parse::<u8>().is_ok_and(|l| l <= 3) => {
-            nvml.device_by_uuid(*uuid)
-                .map(|_| format!("Set compute policy timeslice to {level} for GPU {uuid}.\n"))
-        }
+        ["compute-policy", "-i", uuid, "--set-timeslice", level] if level.parse::<u8>().is_ok_and(|l| l <= 3) => nvml
+            .device_by_uuid(*uuid)
+            .map(|_| format!("Set compute policy timeslice to {level} for GPU {uuid}.\n")),
         _ => {
             eprintln!("usage: nvidia-smi [-L | compute-policy -i <uuid> --set-timeslice <0-3>]");
             return ExitCode::from(2);

@@ -22,25 +22,50 @@ const IMAGE: &str = "registry.testbed.invalid/workload:1";
 async fn main() -> anyhow::Result<()> {
     let node = RealNode::get().await?;
     let client = node.client().await?;
-    println!("== gpu module on the real node {} (Kubernetes {})", node.name, node.k8s_version);
-    println!("   kubelet + containerd + runc in the node's own namespaces; logs in {}", node.dir.join("logs").display());
+    println!(
+        "== gpu module on the real node {} (Kubernetes {})",
+        node.name, node.k8s_version
+    );
+    println!(
+        "   kubelet + containerd + runc in the node's own namespaces; logs in {}",
+        node.dir.join("logs").display()
+    );
     wait_module_ready(&client).await?;
     println!("\n== the module's Pods (installed by hooks + helm, as Deckhouse does)");
-    for pod in Api::<Pod>::namespaced(client.clone(), "d8-gpu").list(&ListParams::default()).await?.items {
-        println!("   {:<40} {}", pod.metadata.name.clone().unwrap_or_default(), describe(&pod).split(';').next().unwrap_or_default());
+    for pod in Api::<Pod>::namespaced(client.clone(), "d8-gpu")
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
+        println!(
+            "   {:<40} {}",
+            pod.metadata.name.clone().unwrap_or_default(),
+            describe(&pod).split(';').next().unwrap_or_default()
+        );
     }
     // MPS shares need the node's consent (the examples' two MPS Pods).
     let patch = json!({"metadata": {"labels": {"gpu.deckhouse.io/allow-mps": "true"}}});
-    Api::<Node>::all(client.clone()).patch(&node.name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Api::<Node>::all(client.clone())
+        .patch(&node.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
     let _ = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
-        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?,
+        )
         .await;
     inventory(&client).await?;
 
     let mut pods = Vec::new();
-    for file in ["deviceclass-a30.yaml", "deviceclass-h100.yaml", "deviceclass-mig-2g12gb.yaml", "deviceclass-mps.yaml",
-        "deviceclass-vfio.yaml", "claim-template-and-pod.yaml", "shared-and-vfio-pods.yaml"]
-    {
+    for file in [
+        "deviceclass-a30.yaml",
+        "deviceclass-h100.yaml",
+        "deviceclass-mig-2g12gb.yaml",
+        "deviceclass-mps.yaml",
+        "deviceclass-vfio.yaml",
+        "claim-template-and-pod.yaml",
+        "shared-and-vfio-pods.yaml",
+    ] {
         let text = std::fs::read_to_string(repo_root().join("docs/examples").join(file))?;
         for document in serde_yaml::Deserializer::from_str(&text) {
             let mut object: Value = serde::Deserialize::deserialize(document)?;
@@ -62,7 +87,9 @@ async fn main() -> anyhow::Result<()> {
         }
         println!("== applied docs/examples/{file}");
     }
-    println!("   (each example Pod runs image {IMAGE}, a userland with sh and ldconfig: nvidia-smi and the\n    driver's libraries come from the node's driver root through the claim's CDI spec)");
+    println!(
+        "   (each example Pod runs image {IMAGE}, a userland with sh and ldconfig: nvidia-smi and the\n    driver's libraries come from the node's driver root through the claim's CDI spec)"
+    );
 
     let api = Api::<Pod>::namespaced(client.clone(), NAMESPACE);
     for name in &pods {
@@ -71,13 +98,27 @@ async fn main() -> anyhow::Result<()> {
             async move {
                 let pod = api.get(name).await?;
                 let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
-                Ok(if ["Succeeded", "Running", "Failed"].contains(&phase.as_str()) { Progress::Done(pod) } else { Progress::Pending(describe(&pod)) })
+                Ok(if ["Succeeded", "Running", "Failed"].contains(&phase.as_str()) {
+                    Progress::Done(pod)
+                } else {
+                    Progress::Pending(describe(&pod))
+                })
             }
         })
         .await?;
         let printed = api.logs(name, &LogParams::default()).await.unwrap_or_default();
-        println!("\n== {name} ({}) printed:", pod.status.and_then(|s| s.phase).unwrap_or_default());
-        print!("{}", if printed.is_empty() { "   (nothing: it keeps running)\n".into() } else { printed });
+        println!(
+            "\n== {name} ({}) printed:",
+            pod.status.and_then(|s| s.phase).unwrap_or_default()
+        );
+        print!(
+            "{}",
+            if printed.is_empty() {
+                "   (nothing: it keeps running)\n".into()
+            } else {
+                printed
+            }
+        );
     }
     claims(&client, node).await?;
     mig_instances(node);
@@ -98,7 +139,8 @@ async fn apply(client: &Client, object: &Value) -> anyhow::Result<()> {
         Api::all_with(client.clone(), &resource)
     };
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    api.patch(name, &PatchParams::apply("gpu-demo").force(), &Patch::Apply(object)).await?;
+    api.patch(name, &PatchParams::apply("gpu-demo").force(), &Patch::Apply(object))
+        .await?;
     Ok(())
 }
 
@@ -106,31 +148,63 @@ async fn inventory(client: &Client) -> anyhow::Result<()> {
     let gvk = kube::api::GroupVersionKind::gvk("gpu.deckhouse.io", "v1alpha1", "PhysicalGPU");
     let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
     let gpus: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &resource);
-    println!("\n== PhysicalGPUs (gpu-node-agent, from the node's sysfs; gpu-controller and gpu-handler fill the status)");
+    println!(
+        "\n== PhysicalGPUs (gpu-node-agent, from the node's sysfs; gpu-controller and gpu-handler fill the status)"
+    );
     for gpu in gpus.list(&ListParams::default()).await?.items {
         let value = serde_json::to_value(&gpu)?;
         let conditions: Vec<String> = value["status"]["conditions"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|c| format!("{}={}", c["type"].as_str().unwrap_or_default(), c["status"].as_str().unwrap_or_default()))
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c["type"].as_str().unwrap_or_default(),
+                    c["status"].as_str().unwrap_or_default()
+                )
+            })
             .collect();
-        println!("   {:<28} {}", gpu.metadata.name.unwrap_or_default(), conditions.join(" "));
+        println!(
+            "   {:<28} {}",
+            gpu.metadata.name.unwrap_or_default(),
+            conditions.join(" ")
+        );
     }
     Ok(())
 }
 
 async fn claims(client: &Client, node: &RealNode) -> anyhow::Result<()> {
-    let slices = Api::<ResourceSlice>::all(client.clone()).list(&ListParams::default()).await?.items;
-    println!("\n== the node's pool: {} devices in {} ResourceSlices", slices.iter().map(|s| s.spec.devices.as_ref().map_or(0, Vec::len)).sum::<usize>(), slices.len());
+    let slices = Api::<ResourceSlice>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items;
+    println!(
+        "\n== the node's pool: {} devices in {} ResourceSlices",
+        slices
+            .iter()
+            .map(|s| s.spec.devices.as_ref().map_or(0, Vec::len))
+            .sum::<usize>(),
+        slices.len()
+    );
     println!("\n== claims and the devices they were prepared with");
-    for claim in Api::<ResourceClaim>::namespaced(client.clone(), NAMESPACE).list(&ListParams::default()).await?.items {
+    for claim in Api::<ResourceClaim>::namespaced(client.clone(), NAMESPACE)
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
         let devices: Vec<String> = claim
             .status
             .and_then(|s| s.allocation)
-            .and_then(|a| a.devices).and_then(|d| d.results).map(|r| r.iter().map(|r| r.device.clone()).collect())
+            .and_then(|a| a.devices)
+            .and_then(|d| d.results)
+            .map(|r| r.iter().map(|r| r.device.clone()).collect())
             .unwrap_or_default();
-        println!("   {:<28} {}", claim.metadata.name.unwrap_or_default(), devices.join(", "));
+        println!(
+            "   {:<28} {}",
+            claim.metadata.name.unwrap_or_default(),
+            devices.join(", ")
+        );
     }
     println!("\n== CDI specs gpu-handler wrote on the node (/var/run/cdi)");
     for entry in std::fs::read_dir(node.node_path("/var/run/cdi"))?.filter_map(Result::ok) {
@@ -139,9 +213,19 @@ async fn claims(client: &Client, node: &RealNode) -> anyhow::Result<()> {
         println!(
             "   {}: devices {:?}; {} driver mounts, hooks {:?}",
             entry.file_name().to_string_lossy(),
-            spec["devices"].as_array().into_iter().flatten().map(|d| d["name"].as_str().unwrap_or_default()).collect::<Vec<_>>(),
+            spec["devices"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| d["name"].as_str().unwrap_or_default())
+                .collect::<Vec<_>>(),
             edits["mounts"].as_array().map_or(0, Vec::len),
-            edits["hooks"].as_array().into_iter().flatten().map(|h| h["args"][1].as_str().unwrap_or_default()).collect::<Vec<_>>()
+            edits["hooks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|h| h["args"][1].as_str().unwrap_or_default())
+                .collect::<Vec<_>>()
         );
     }
     Ok(())
@@ -153,7 +237,10 @@ fn mig_instances(node: &RealNode) {
     let state: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     for (card, gpu) in state["gpus"].as_object().into_iter().flatten() {
         for gi in gpu["gpuInstances"].as_array().into_iter().flatten() {
-            println!("   {card}: GPU instance {} (profile {}) at {}", gi["id"], gi["profileId"], gi["placement"]);
+            println!(
+                "   {card}: GPU instance {} (profile {}) at {}",
+                gi["id"], gi["profileId"], gi["placement"]
+            );
         }
     }
 }

@@ -4,7 +4,7 @@
 //!   real-node-host kernel <root> <dev>     boots the fixture's sysfs and emulates the kernel until killed
 //!   real-node-host reboot <root> <state>   a new boot id; the mock GPUs' state after a power cycle
 //!   real-node-host proc-hook               the OCI createContainer hook (OCI state on stdin)
-//!   real-node-host wait-node-ready <node> <seconds>   (KUBECONFIG)
+//!   real-node-host wait-node-ready <node> <seconds>   (KUBECONFIG) then labels it a system node
 
 use std::path::PathBuf;
 use std::process::ExitCode;

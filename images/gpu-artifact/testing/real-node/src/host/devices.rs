@@ -53,9 +53,43 @@ pub fn make_device_nodes(root: &Path, dev: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The fixture's `proc/devices`: the running kernel's character and block majors with the driver's
+/// (`nvidia`, `nvidia-uvm`, `nvidia-caps`) added to the character devices, as a GPU host's kernel lists
+/// them once the modules are loaded. NVIDIA's tools read the majors there (the validator's `/dev/char`
+/// links, nvidia-modprobe).
+pub fn write_proc_devices(root: &Path) -> anyhow::Result<()> {
+    let kernel = fs::read_to_string("/proc/devices").context("read /proc/devices")?;
+    let driver = [
+        (NVIDIA_MAJOR, "nvidia"),
+        (NVIDIA_UVM_MAJOR, "nvidia-uvm"),
+        (NVIDIA_CAPS_MAJOR, "nvidia-caps"),
+    ];
+    let mut out = String::new();
+    let mut in_char = false;
+    for line in kernel.lines() {
+        if in_char && line.trim().is_empty() {
+            for (major, name) in driver {
+                out.push_str(&format!("{major:3} {name}\n"));
+            }
+        }
+        in_char = line.starts_with("Character devices:") || (in_char && !line.trim().is_empty());
+        out.push_str(line);
+        out.push('\n');
+    }
+    let path = root.join("proc/devices");
+    fs::create_dir_all(root.join("proc"))?;
+    fs::write(&path, out).with_context(|| format!("write {}", path.display()))
+}
+
 pub fn char_device(path: &Path, major: u32, minor: u32) -> anyhow::Result<()> {
-    mknodat(rustix::fs::CWD, path, FileType::CharacterDevice, Mode::from_raw_mode(0o666), makedev(major, minor))
-        .with_context(|| format!("mknod {path:?} c {major} {minor}"))?;
+    mknodat(
+        rustix::fs::CWD,
+        path,
+        FileType::CharacterDevice,
+        Mode::from_raw_mode(0o666),
+        makedev(major, minor),
+    )
+    .with_context(|| format!("mknod {path:?} c {major} {minor}"))?;
     Ok(())
 }
 
@@ -75,4 +109,25 @@ fn card_minors(root: &Path) -> anyhow::Result<Vec<u32>> {
     }
     minors.sort_unstable();
     Ok(minors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_devices_lists_the_drivers_majors_among_the_character_devices() {
+        let root = tempfile::tempdir().unwrap();
+        write_proc_devices(root.path()).unwrap();
+        let text = fs::read_to_string(root.path().join("proc/devices")).unwrap();
+        let (chars, blocks) = text.split_once("Block devices:").expect("both sections kept");
+        for line in ["195 nvidia", "510 nvidia-uvm", "511 nvidia-caps"] {
+            assert!(chars.lines().any(|l| l.trim() == line), "{line} in {chars}");
+            assert!(!blocks.contains(line));
+        }
+        assert!(
+            chars.lines().any(|l| l.trim() == "1 mem"),
+            "the kernel's own stay: {chars}"
+        );
+    }
 }

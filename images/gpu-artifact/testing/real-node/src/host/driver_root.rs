@@ -56,8 +56,14 @@ fn copy_executable(from: &Path, to: &Path) -> anyhow::Result<()> {
 pub fn install_mock_machine(host: &HostTree) -> anyhow::Result<()> {
     let dir = host.path(MOCK_NVML_DIR);
     fs::create_dir_all(&dir)?;
-    fs::write(dir.join("h100-sxm5-80gb.yaml"), include_str!("../../../mock-nvml/machines/h100-sxm5-80gb.yaml"))?;
-    fs::write(dir.join("a30.yaml"), include_str!("../../../mock-nvml/machines/a30.yaml"))?;
+    fs::write(
+        dir.join("h100-sxm5-80gb.yaml"),
+        include_str!("../../../mock-nvml/machines/h100-sxm5-80gb.yaml"),
+    )?;
+    fs::write(
+        dir.join("a30.yaml"),
+        include_str!("../../../mock-nvml/machines/a30.yaml"),
+    )?;
     let h100: MachineFile = serde_yaml::from_str(include_str!("../../../mock-nvml/machines/h100-sxm5-80gb-x8.yaml"))?;
     let mut machine = String::from(
         "# The real node's cards (tools/testbed/node-up.sh): a process sees those whose device nodes it has.\n\
@@ -65,7 +71,9 @@ pub fn install_mock_machine(host: &HostTree) -> anyhow::Result<()> {
     );
     for card in nvidia_cards(host) {
         let line = if card.address == A30_ADDRESS {
-            format!("  - {{ pciBusId: \"{A30_ADDRESS}\", model: a30-24gb, uuid: \"GPU-e1a30000-0000-4000-8000-a30000000009\" }}\n")
+            format!(
+                "  - {{ pciBusId: \"{A30_ADDRESS}\", model: a30-24gb, uuid: \"GPU-e1a30000-0000-4000-8000-a30000000009\" }}\n"
+            )
         } else {
             let uuid = h100
                 .gpus
@@ -73,7 +81,10 @@ pub fn install_mock_machine(host: &HostTree) -> anyhow::Result<()> {
                 .find(|gpu| gpu.pci_bus_id.to_string() == card.address)
                 .map(|gpu| gpu.uuid.clone())
                 .with_context(|| format!("no H100 at {} in h100-sxm5-80gb-x8.yaml", card.address))?;
-            format!("  - {{ pciBusId: \"{}\", model: h100-sxm5-80gb, uuid: \"{uuid}\" }}\n", card.address)
+            format!(
+                "  - {{ pciBusId: \"{}\", model: h100-sxm5-80gb, uuid: \"{uuid}\" }}\n",
+                card.address
+            )
         };
         machine.push_str(&line);
     }

@@ -7,15 +7,17 @@
 mod devices;
 mod driver_root;
 mod kernel;
+mod kernel_modules;
 mod reboot;
 
 use std::path::Path;
 
 use host_fixtures::{FixtureDevice, HostTree, NamedHost};
 
-pub use devices::make_device_nodes;
+pub use devices::{make_device_nodes, write_proc_devices};
 pub use driver_root::{DRIVER_VERSION, install_driver_root};
 pub use kernel::run_kernel;
+pub use kernel_modules::{DRIVER_MODULES, install_driver_modules};
 pub use reboot::reboot;
 
 /// The A30 beside the eight H100s: after them in PCI order, so it is device minor 8.
@@ -43,6 +45,8 @@ pub fn build(root: &Path, tools: &Path) -> anyhow::Result<()> {
     let host = HostTree::at(root);
     compose(&host);
     install_driver_root(&host, tools)?;
+    install_driver_modules(&root.join("usr"))?;
+    write_proc_devices(root)?;
     driver_root::install_mock_machine(&host)?;
     Ok(())
 }

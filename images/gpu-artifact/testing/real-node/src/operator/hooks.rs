@@ -30,9 +30,16 @@ pub struct Hooks {
 
 impl Hooks {
     pub fn load(binary: &Path, env: Vec<(String, String)>) -> anyhow::Result<Self> {
-        let out = Command::new(binary).args(["hook", "config"]).envs(env.clone()).output()?;
+        let out = Command::new(binary)
+            .args(["hook", "config"])
+            .envs(env.clone())
+            .output()?;
         if !out.status.success() {
-            bail!("{} hook config: {}", binary.display(), String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "{} hook config: {}",
+                binary.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let config: Value = serde_json::from_slice(&out.stdout).context("hook config is not JSON")?;
         let entries = config["hooks"]
@@ -64,7 +71,13 @@ impl Hooks {
 
     /// Runs `hook run <index>` with `binding` (`onStartup` or `beforeHelm`) and applies what it returns:
     /// the values patch to `values`, the Kubernetes operations to the cluster.
-    pub async fn run(&self, client: &Client, hook: &HookEntry, binding: &str, values: &mut Value) -> anyhow::Result<()> {
+    pub async fn run(
+        &self,
+        client: &Client,
+        hook: &HookEntry,
+        binding: &str,
+        values: &mut Value,
+    ) -> anyhow::Result<()> {
         let mut snapshots = serde_json::Map::new();
         for watched in &hook.kubernetes {
             let name = watched["name"].as_str().unwrap_or_default().to_owned();
@@ -83,7 +96,11 @@ impl Hooks {
             .env("KUBERNETES_PATCH_PATH", dir.join("kubernetes-patch.jsonl"))
             .output()?;
         if !out.status.success() {
-            bail!("hook {} ({binding}): {}", hook.name, String::from_utf8_lossy(&out.stderr).trim());
+            bail!(
+                "hook {} ({binding}): {}",
+                hook.name,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
         }
         let patch_text = std::fs::read_to_string(dir.join("values-patch.json")).unwrap_or_default();
         if !patch_text.trim().is_empty() {
@@ -116,11 +133,17 @@ async fn snapshot(client: &Client, binding: &Value) -> anyhow::Result<Vec<Value>
         .map(|n| n.iter().filter_map(Value::as_str).collect());
     let mut params = ListParams::default();
     if let Some(labels) = binding["labelSelector"]["matchLabels"].as_object() {
-        let selector: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
+        let selector: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect();
         params = params.labels(&selector.join(","));
     }
     let apis: Vec<Api<DynamicObject>> = match &namespaces {
-        Some(list) => list.iter().map(|ns| Api::namespaced_with(client.clone(), ns, &resource)).collect(),
+        Some(list) => list
+            .iter()
+            .map(|ns| Api::namespaced_with(client.clone(), ns, &resource))
+            .collect(),
         None => vec![Api::all_with(client.clone(), &resource)],
     };
     let filter = binding["jqFilter"].as_str().unwrap_or(".");
@@ -144,7 +167,11 @@ async fn snapshot(client: &Client, binding: &Value) -> anyhow::Result<Vec<Value>
 fn jq(filter: &str, object: &Value) -> anyhow::Result<Value> {
     let dir = tempdir()?;
     std::fs::write(dir.join("object.json"), object.to_string())?;
-    let out = Command::new("jq").arg("-c").arg(filter).arg(dir.join("object.json")).output()?;
+    let out = Command::new("jq")
+        .arg("-c")
+        .arg(filter)
+        .arg(dir.join("object.json"))
+        .output()?;
     let _ = std::fs::remove_dir_all(&dir);
     if !out.status.success() {
         bail!("jq {filter:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -168,7 +195,9 @@ fn tempdir() -> anyhow::Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!(
         "module-operator-{}-{}",
         std::process::id(),
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos()
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos()
     ));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -43,10 +43,17 @@ pub async fn run(config: OperatorConfig) -> anyhow::Result<()> {
         .await
         .context("the cluster's CA (ConfigMap default/kube-root-ca.crt)")?;
     let ca_pem = ca.data.and_then(|d| d.get("ca.crt").cloned()).unwrap_or_default();
-    let mut values = values::initial(&config.chart, &images, &version, &ca_pem)?;
+    let nodes = Api::<Node>::all(client.clone()).list(&Default::default()).await?;
+    let counts = values::NodeCounts::of(nodes.items.iter().filter_map(|n| n.metadata.labels.as_ref()));
+    let mut values = values::initial(&config.chart, &images, &version, &ca_pem, &counts)?;
     manifests::apply_object(&client, &rbac_proxy_role(), "deckhouse").await?;
+    let crds = manifests::install_crds(&client, &config.chart).await?;
+    log(&format!("installed the module's CRDs: {crds:?}"));
 
-    let env = vec![("GPU_MODULE_CRDS_DIR".to_owned(), config.chart.join("crds").display().to_string())];
+    let env = vec![(
+        "GPU_MODULE_CRDS_DIR".to_owned(),
+        config.chart.join("crds").display().to_string(),
+    )];
     let hooks = Hooks::load(&config.hooks_binary, env)?;
     for hook in hooks.phase(|h| h.on_startup) {
         while let Err(error) = hooks.run(&client, &hook, "onStartup", &mut values).await {
@@ -58,7 +65,10 @@ pub async fn run(config: OperatorConfig) -> anyhow::Result<()> {
     let mut applied = BTreeSet::new();
     let mut last_render = String::new();
     loop {
-        if config.owner_pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists()) {
+        if config
+            .owner_pid
+            .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        {
             return Ok(());
         }
         match round(&client, &config, &hooks, &mut values, &mut applied, &mut last_render).await {

@@ -39,22 +39,28 @@ pub async fn namespace(client: &Client, test: &str) -> String {
         .await
         .expect("create a namespace");
     let name = created.metadata.name.unwrap();
-    wait_until(&format!("ServiceAccount {name}/default"), Duration::from_secs(60), || {
-        let api = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(client.clone(), &name);
-        async move {
-            Ok(match api.get_opt("default").await? {
-                Some(_) => Progress::Done(()),
-                None => Progress::Pending("not yet".into()),
-            })
-        }
-    })
+    wait_until(
+        &format!("ServiceAccount {name}/default"),
+        Duration::from_secs(60),
+        || {
+            let api = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(client.clone(), &name);
+            async move {
+                Ok(match api.get_opt("default").await? {
+                    Some(_) => Progress::Done(()),
+                    None => Progress::Pending("not yet".into()),
+                })
+            }
+        },
+    )
     .await
     .unwrap();
     name
 }
 
 pub async fn delete_namespace(client: &Client, name: &str) {
-    let _ = Api::<Namespace>::all(client.clone()).delete(name, &DeleteParams::default()).await;
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(name, &DeleteParams::default())
+        .await;
 }
 
 /// Applies every `docs/examples/deviceclass-*.yaml` (what the docs tell an admin to apply).
@@ -84,9 +90,13 @@ pub async fn apply(client: &Client, object: &Value) {
         (kube::discovery::Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
         _ => Api::all_with(client.clone(), &resource),
     };
-    api.patch(name, &PatchParams::apply("real-node-tests").force(), &Patch::Apply(object))
-        .await
-        .unwrap_or_else(|e| panic!("apply {} {name}: {e}", object["kind"]));
+    api.patch(
+        name,
+        &PatchParams::apply("real-node-tests").force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("apply {} {name}: {e}", object["kind"]));
 }
 
 /// A Pod of the workload image running `script` once, with claims `(name, claim name)` used by
@@ -96,8 +106,16 @@ pub fn workload_pod(name: &str, script: &str, claims: &[(&str, &str)], templates
         .iter()
         .map(|(n, c)| json!({"name": n, "resourceClaimName": c}))
         .collect();
-    resource_claims.extend(templates.iter().map(|(n, t)| json!({"name": n, "resourceClaimTemplateName": t})));
-    let uses: Vec<Value> = claims.iter().chain(templates).map(|(n, _)| json!({"name": n})).collect();
+    resource_claims.extend(
+        templates
+            .iter()
+            .map(|(n, t)| json!({"name": n, "resourceClaimTemplateName": t})),
+    );
+    let uses: Vec<Value> = claims
+        .iter()
+        .chain(templates)
+        .map(|(n, _)| json!({"name": n}))
+        .collect();
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name},
@@ -171,20 +189,41 @@ pub const SHOW_GPUS: &str = "echo '## nvidia-smi -L'; nvidia-smi -L; echo \"exit
 /// `/metrics` of a module component through its kube-rbac-proxy sidecar, as Prometheus reads it:
 /// HTTPS on the Pod's address inside the node's network, with the token of a ServiceAccount that
 /// may `get` the workload's `prometheus-metrics` subresource (and nothing else).
-pub async fn scrape(node: &RealNode, client: &Client, test_ns: &str, pod_ip: &str, port: u16, resource: &str, name: &str) -> String {
+pub async fn scrape(
+    node: &RealNode,
+    client: &Client,
+    test_ns: &str,
+    pod_ip: &str,
+    port: u16,
+    resource: &str,
+    name: &str,
+) -> String {
     use k8s_openapi::api::authentication::v1::TokenRequest;
     let account = format!("scraper-{name}");
-    apply(client, &json!({"apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": account, "namespace": test_ns}})).await;
-    apply(client, &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+    apply(
+        client,
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": account, "namespace": test_ns}}),
+    )
+    .await;
+    apply(
+        client,
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
         "metadata": {"name": format!("{test_ns}-{name}"), "namespace": MODULE_NAMESPACE},
         "rules": [{"apiGroups": ["apps"], "resources": [format!("{resource}/prometheus-metrics")],
-                   "resourceNames": [name], "verbs": ["get"]}]})).await;
-    apply(client, &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "resourceNames": [name], "verbs": ["get"]}]}),
+    )
+    .await;
+    apply(
+        client,
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": format!("{test_ns}-{name}"), "namespace": MODULE_NAMESPACE},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": format!("{test_ns}-{name}")},
-        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": test_ns}]})).await;
-    let request: TokenRequest = serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 600}})).unwrap();
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": test_ns}]}),
+    )
+    .await;
+    let request: TokenRequest =
+        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 600}})).unwrap();
     let token = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(client.clone(), test_ns)
         .create_token_request(&account, &PostParams::default(), &request)
         .await
@@ -194,7 +233,17 @@ pub async fn scrape(node: &RealNode, client: &Client, test_ns: &str, pod_ip: &st
         .token;
     let url = format!("https://{pod_ip}:{port}/metrics");
     wait_until(&format!("{url} answering the scraper"), Duration::from_secs(60), || {
-        let out = node.exec(&["curl", "-sk", "--max-time", "5", "-H", &format!("Authorization: Bearer {token}"), "-w", "\n%{http_code}", &url]);
+        let out = node.exec(&[
+            "curl",
+            "-sk",
+            "--max-time",
+            "5",
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+            "-w",
+            "\n%{http_code}",
+            &url,
+        ]);
         async move {
             let out = out?;
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -210,9 +259,12 @@ pub async fn scrape(node: &RealNode, client: &Client, test_ns: &str, pod_ip: &st
 
 /// The value of one sample line `name value` of a scrape.
 pub fn sample(metrics: &str, name: &str) -> Option<f64> {
-    metrics.lines().find_map(|line| line.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
+    metrics.lines().find_map(|line| {
+        line.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+    })
 }
-
 
 /// A ResourceClaim of `count` devices of `class` (and CEL `selector`, if any) in `namespace`.
 pub async fn claim(client: &Client, namespace: &str, name: &str, class: &str, count: u32, selector: Option<&str>) {
@@ -220,17 +272,33 @@ pub async fn claim(client: &Client, namespace: &str, name: &str, class: &str, co
     if let Some(expression) = selector {
         exactly["selectors"] = json!([{"cel": {"expression": expression}}]);
     }
-    apply(client, &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    apply(
+        client,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}})).await;
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}),
+    )
+    .await;
 }
 
 /// The allocated devices of claim `name` and each one's `uuid` attribute from the node's slices.
 pub async fn allocated_uuids(client: &Client, namespace: &str, name: &str) -> Vec<(String, String)> {
     use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
-    let claim = Api::<ResourceClaim>::namespaced(client.clone(), namespace).get(name).await.unwrap();
-    let results = claim.status.and_then(|s| s.allocation).and_then(|a| a.devices).and_then(|d| d.results).unwrap_or_default();
-    let slices = Api::<ResourceSlice>::all(client.clone()).list(&Default::default()).await.unwrap().items;
+    let claim = Api::<ResourceClaim>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .unwrap();
+    let results = claim
+        .status
+        .and_then(|s| s.allocation)
+        .and_then(|a| a.devices)
+        .and_then(|d| d.results)
+        .unwrap_or_default();
+    let slices = Api::<ResourceSlice>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
     results
         .iter()
         .map(|result| {
