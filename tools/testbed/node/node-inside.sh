@@ -142,8 +142,9 @@ node_processes() {
   while read -r pid _; do echo "$pid"; done < "$dir/node-pids"
   for pid in /proc/[0-9]*; do
     pid=${pid#/proc/}
-    grep -q "$CGROUP_ROOT" "/proc/$pid/cgroup" 2>/dev/null && echo "$pid"
-    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$CONTAINERD_BIN/containerd-shim-runc-v2" ] && echo "$pid"
+    # (if, not &&: a last test that fails would fail the pipeline under pipefail)
+    if grep -q "$CGROUP_ROOT" "/proc/$pid/cgroup" 2>/dev/null; then echo "$pid"; fi
+    if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$CONTAINERD_BIN/containerd-shim-runc-v2" ]; then echo "$pid"; fi
   done | sort -u
 }
 

@@ -81,8 +81,9 @@ tlsCertFile: "$config/kubelet-serving.crt"
 tlsPrivateKeyFile: "$config/kubelet-serving.key"
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-# The machine is shared: no eviction for its disk or memory, and the imported images are never collected.
-evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+# The machine is shared (its disk may be nearly full with other work): no eviction for its disk or
+# memory, and the imported images are never collected.
+evictionHard: {memory.available: "1Mi", nodefs.available: "0%", imagefs.available: "0%", nodefs.inodesFree: "0%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 syncFrequency: 10s

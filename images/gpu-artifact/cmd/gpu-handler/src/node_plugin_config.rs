@@ -16,9 +16,9 @@
 //!   spec mounts the driver's libraries and tools and runs the ld cache hook;
 //! - `CDI_HOOK_SOURCE` (default `/app/gpu-cdi-hook`): the hook binary, copied at start next to the
 //!   DRA socket, where the runtime on the host can run it;
-//! - `MPS_SHM_TMPFS` (`true` or `false`, default `false`): each MPS daemon gets a tmpfs of its own as
-//!   `/dev/shm` (this binary, as `mps-namespace`, starts it in a mount namespace), shared with its
-//!   clients through their CDI specs;
+//! - `MPS_SHM_NAMESPACE` (`true` or `false`, default `false`): each MPS daemon gets its card's
+//!   shared-memory directory as `/dev/shm` (this binary, as `mps-namespace`, starts it in a mount
+//!   namespace), shared with its clients through their CDI specs;
 //! - `MPS_SUPERVISE_INTERVAL` (default `5s`): how often the MPS daemons of cards with prepared MPS
 //!   shares are checked and started again if they died.
 //!
@@ -43,7 +43,7 @@ pub struct NodePluginConfig {
     /// (in this container, on the host)
     pub driver_root: Option<(PathBuf, PathBuf)>,
     pub cdi_hook_source: PathBuf,
-    pub mps_shm_tmpfs: bool,
+    pub mps_shm_namespace: bool,
     pub mps_supervise_interval: Duration,
 }
 
@@ -82,7 +82,7 @@ impl NodePluginConfig {
             mps_control: path("NVIDIA_MPS_CONTROL", "nvidia-cuda-mps-control"),
             driver_root,
             cdi_hook_source: path("CDI_HOOK_SOURCE", "/app/gpu-cdi-hook"),
-            mps_shm_tmpfs: switch("MPS_SHM_TMPFS", false)?,
+            mps_shm_namespace: switch("MPS_SHM_NAMESPACE", false)?,
             mps_supervise_interval,
         };
         if let Err(reason) = config.prepare("-", None, None).check_bounds() {
@@ -136,7 +136,7 @@ impl NodePluginConfig {
                 root_on_host: host.clone(),
                 ld_cache_hook: hook,
             }),
-            mps_launcher: launcher.filter(|_| self.mps_shm_tmpfs),
+            mps_launcher: launcher.filter(|_| self.mps_shm_namespace),
             cdi_dir: self.cdi_dir.clone(),
             lock_timeout: Duration::from_secs(10),
             nvidia_smi: self.nvidia_smi.clone(),

@@ -69,17 +69,19 @@ impl ContainerEdits {
         }
     }
 
-    /// An MPS client of the card's daemon, whose pipe and shared-memory directories are on the host
-    /// at `pipe_dir` and `shm_dir`, limited to `active_thread_percentage` of the card.
-    pub fn with_mps(mut self, pipe_dir: &str, shm_dir: &str, active_thread_percentage: u32) -> Self {
+    /// An MPS client of the card's daemon, whose pipe directory is on the host at `pipe_dir`, limited
+    /// to `active_thread_percentage` of the card; with `shm_dir`, the daemon's `/dev/shm` (where
+    /// daemon and clients meet when the daemon runs in a mount namespace of its own).
+    pub fn with_mps(mut self, pipe_dir: &str, shm_dir: Option<&str>, active_thread_percentage: u32) -> Self {
         self.env.extend([
             format!("CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_IN_CONTAINER}"),
             format!("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={active_thread_percentage}"),
         ]);
         self.mounts
             .push((pipe_dir.to_owned(), MPS_PIPE_IN_CONTAINER.to_owned(), false));
-        // The daemon's /dev/shm: clients and daemon meet in it.
-        self.mounts.push((shm_dir.to_owned(), "/dev/shm".to_owned(), false));
+        if let Some(shm_dir) = shm_dir {
+            self.mounts.push((shm_dir.to_owned(), "/dev/shm".to_owned(), false));
+        }
         self
     }
 

@@ -39,7 +39,7 @@ pub struct NodePrepareConfig {
     /// The driver's libraries and tools every GPU container gets (mounts and the ld cache hook);
     /// `None`: device nodes and environment only.
     pub driver: Option<DriverFiles>,
-    /// Runs a card's MPS control daemon with the card's shared-memory directory (a tmpfs it mounts)
+    /// Runs a card's MPS control daemon with the card's shared-memory directory
     /// as its `/dev/shm`: `<launcher> mps-namespace <shm dir> -- <mps_control> ...`. `None`: the
     /// daemon runs as it is, and the directory is a plain one (simulated nodes).
     pub mps_launcher: Option<PathBuf>,

@@ -54,20 +54,11 @@ pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &st
     ] {
         fs::create_dir_all(&made).map_err(PrepareError::io("create directory", &made))?;
     }
-    if config.mps_launcher.is_some() {
-        let shm = config.mps_shm_dir(card);
-        let mounted = crate::mps_namespace::mount_shm(&shm);
-        if let Err(error) = mounted {
-            let _ = fs::remove_dir_all(&dir);
-            return Err(error);
-        }
-    }
     let uuid_file = dir.join(VISIBLE_DEVICES_FILE);
     let started = fs::write(&uuid_file, uuid)
         .map_err(PrepareError::io("write", &uuid_file))
         .and_then(|()| control(config, card, uuid, vec!["-d".into()], None, true).run(config.tool_timeout));
     if let Err(error) = started {
-        crate::mps_namespace::unmount_shm(config, card);
         let _ = fs::remove_dir_all(&dir);
         return Err(error);
     }
@@ -93,7 +84,6 @@ pub(crate) fn stop_mps_daemon(config: &NodePrepareConfig, card: &str) -> Result<
             false
         }
     };
-    crate::mps_namespace::unmount_shm(config, card);
     fs::remove_dir_all(&dir).map_err(PrepareError::io("remove", &dir))?;
     Ok(stopped)
 }

@@ -1,39 +1,22 @@
 //! A card's MPS control daemon gets the card's shared memory as its `/dev/shm`, as every client of
-//! the card does through its CDI spec, so daemon and clients meet there and nothing else does (the
-//! NVIDIA DRA driver mounts one tmpfs per daemon the same way). The handler mounts a tmpfs at the
-//! card's `shm` directory (under the plugin directory, which the host sees), and starts the daemon
-//! through `<handler> mps-namespace <shm dir> -- <mps_control> ...`: a mount namespace of its own in
-//! which the directory is bound over `/dev/shm`.
+//! the card does through its CDI spec, so daemon and clients meet there and nothing else does. The
+//! directory is the card's `shm` directory under the plugin directory, which the host sees through
+//! the handler's hostPath; the handler starts the daemon through `<handler> mps-namespace <shm dir>
+//! -- <mps_control> ...`: a mount namespace of its own in which the directory is bound over
+//! `/dev/shm`. The NVIDIA DRA driver mounts a tmpfs per daemon on the host instead; that needs the
+//! plugin directory mounted with Bidirectional propagation, which gpu-handler does not take (a
+//! mount made in its container never reaches the host), so the segments live on the node's disk
+//! under the kubelet's directory.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
-
-use crate::config::NodePrepareConfig;
-use crate::error::PrepareError;
+use rustix::mount::MountPropagationFlags;
 
 /// The handler's argument that makes it this launcher.
 pub const MPS_NAMESPACE_COMMAND: &str = "mps-namespace";
-
-pub(crate) fn mount_shm(shm: &Path) -> Result<(), PrepareError> {
-    rustix::mount::mount(
-        "tmpfs",
-        shm,
-        "tmpfs",
-        MountFlags::NOSUID | MountFlags::NODEV,
-        c"mode=1777,size=50%",
-    )
-    .map_err(|e| PrepareError::io("mount a tmpfs on", shm)(e.into()))
-}
-
-pub(crate) fn unmount_shm(config: &NodePrepareConfig, card: &str) {
-    if config.mps_launcher.is_some() {
-        let _ = rustix::mount::unmount(&config.mps_shm_dir(card), UnmountFlags::DETACH);
-    }
-}
 
 /// Runs `command` with `shm` bound over `/dev/shm` in a new mount namespace (mount events do not
 /// go back to the caller's). Returns only when that fails. Call before any other thread starts.

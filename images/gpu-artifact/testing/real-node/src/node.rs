@@ -68,7 +68,12 @@ impl RealNode {
         let script = repo_root().join("tools/testbed/node/node-inside.sh");
         let out = self.exec(&[&script.display().to_string(), &self.dir.display().to_string(), step])?;
         if !out.status.success() {
-            bail!("node step {step}: {}", String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "node step {step} ({}): {}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         Ok(())
     }

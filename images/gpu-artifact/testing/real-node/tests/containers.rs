@@ -47,10 +47,11 @@ async fn two_of_eight_h100s_list_exactly_those_two() {
     let (_, client) = ready().await;
     let ns = namespace(&client, "two-h100").await;
     claim(&client, &ns, "two-h100", "h100", 2, None).await;
-    let out = run_to_end(
+    let script = format!("{SHOW_GPUS}; sleep 2");
+    create_pod(
         &client,
         &ns,
-        &workload_pod("two-h100", SHOW_GPUS, &[("gpu", "two-h100")], &[]),
+        &workload_pod("two-h100", &script, &[("gpu", "two-h100")], &[]),
     )
     .await;
     let mut given: Vec<String> = allocated_uuids(&client, &ns, "two-h100")
@@ -58,6 +59,7 @@ async fn two_of_eight_h100s_list_exactly_those_two() {
         .into_iter()
         .map(|(_, u)| u)
         .collect();
+    let out = finish_run(&client, &ns, "two-h100").await;
     given.sort();
     let lines = gpu_lines(&out);
     assert_eq!(lines.len(), 2, "{out}");
@@ -108,7 +110,10 @@ async fn a_mig_container_lists_exactly_its_mig_device() {
     );
     let caps: Vec<&str> = section(&out, "device nodes")
         .into_iter()
-        .filter(|n| n.starts_with("nvidia-cap"))
+        .filter(|n| {
+            n.strip_prefix("nvidia-cap")
+                .is_some_and(|minor| minor.parse::<u32>().is_ok())
+        })
         .collect();
     assert_eq!(
         caps.len(),
@@ -146,12 +151,11 @@ async fn an_mps_share_gets_the_daemons_pipe_and_shared_memory() {
     .await;
     let ns = namespace(&client, "mps").await;
     apply(&client, &serde_json::json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"name": "half", "namespace": ns},
+        "metadata": {"name": "half", "namespace": &*ns},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-mps",
             "selectors": [{"cel": {"expression": "device.attributes[\"gpu.deckhouse.io\"].device == \"h100-sxm5-80gb\""}}],
             "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": "50"}}}}]}}})).await;
-    let script =
-        format!("{SHOW_GPUS}; echo '## mps'; ls -l /tmp/nvidia-mps; ls /dev/shm; cat /var/log/nvidia-mps/control.log");
+    let script = format!("{SHOW_GPUS}; echo '## mps'; ls -l /tmp/nvidia-mps; ls /dev/shm");
     let out = run_to_end(&client, &ns, &workload_pod("share", &script, &[("gpu", "half")], &[])).await;
     assert_eq!(gpu_lines(&out).len(), 1, "{out}");
     let env = section(&out, "env");
@@ -166,7 +170,6 @@ async fn an_mps_share_gets_the_daemons_pipe_and_shared_memory() {
         mps.contains("cuda.shm.mps-control."),
         "the daemon's shared memory in /dev/shm: {mps}"
     );
-    assert!(mps.contains("Control daemon started"), "its log: {mps}");
     delete_namespace(&client, &ns).await;
 }
 

@@ -115,7 +115,7 @@ async fn node_agent_sees_the_fixture_host_and_receives_kernel_uevents() {
         .path();
     std::fs::write(device.join("uevent"), "change").unwrap();
     let after = wait_until("the agent to count the uevent", Duration::from_secs(60), || {
-        let ns = ns.clone();
+        let ns = ns.to_string();
         let ip = ip.clone();
         let client = client.clone();
         async move {

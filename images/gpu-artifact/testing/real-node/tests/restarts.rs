@@ -71,7 +71,10 @@ async fn still_sees(client: &kube::Client, ns: &str, pod: &str, after: u64, expe
         &format!("{ns}/{pod} to list {expect} after {after}"),
         Duration::from_secs(90),
         || async {
-            let log = logs(client, ns, pod).await;
+            let log = match try_logs(client, ns, pod).await {
+                Ok(log) => log,
+                Err(error) => return Ok(Progress::Pending(format!("no log: {error}"))),
+            };
             let found = log.lines().rev().find_map(|l| {
                 let rest = l.strip_prefix("tick ")?;
                 let (time, seen) = rest.split_once(' ')?;
@@ -199,13 +202,10 @@ async fn kubelet_restarted_running_pods_keep_their_devices() {
     still_sees(&client, &ns, "before", restarted, &uuid[..12]).await;
     // The new kubelet found the plugin again: a claim made now is prepared for a new Pod.
     claim(&client, &ns, "after", "h100", 1, None).await;
-    let out = run_to_end(
-        &client,
-        &ns,
-        &workload_pod("after", SHOW_GPUS, &[("gpu", "after")], &[]),
-    )
-    .await;
+    let script = format!("{SHOW_GPUS}; sleep 2");
+    create_pod(&client, &ns, &workload_pod("after", &script, &[("gpu", "after")], &[])).await;
     let given = allocated_uuids(&client, &ns, "after").await.remove(0).1;
+    let out = finish_run(&client, &ns, "after").await;
     assert!(
         out.contains(&given),
         "the Pod made after the restart lists its card {given}: {out}"

@@ -79,8 +79,9 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
                     Some(percentage) => {
                         let card = card.to_string();
                         let pipe = run.config.mps_pipe_dir(&card).display().to_string();
-                        let shm = run.config.mps_shm_dir(&card).display().to_string();
-                        edits.with_mps(&pipe, &shm, percentage)
+                        let shm = run.config.mps_launcher.as_ref().map(|_| run.config.mps_shm_dir(&card));
+                        let shm = shm.map(|dir| dir.display().to_string());
+                        edits.with_mps(&pipe, shm.as_deref(), percentage)
                     }
                     None => edits,
                 }

@@ -58,11 +58,11 @@ async fn main() -> anyhow::Result<()> {
 
     let mut pods = Vec::new();
     for file in [
-        "deviceclass-a30.yaml",
-        "deviceclass-h100.yaml",
-        "deviceclass-mig-2g12gb.yaml",
-        "deviceclass-mps.yaml",
-        "deviceclass-vfio.yaml",
+        "gpuclass-a30.yaml",
+        "gpuclass-h100.yaml",
+        "gpuclass-mig-2g12gb.yaml",
+        "gpuclass-mps.yaml",
+        "gpuclass-vfio.yaml",
         "claim-template-and-pod.yaml",
         "shared-and-vfio-pods.yaml",
     ] {
@@ -80,7 +80,7 @@ async fn main() -> anyhow::Result<()> {
                     container["imagePullPolicy"] = json!("Never");
                 }
             }
-            if object["kind"] != "DeviceClass" {
+            if !["GPUClass", "DeviceClass"].contains(&object["kind"].as_str().unwrap_or_default()) {
                 object["metadata"]["namespace"] = json!(NAMESPACE);
             }
             apply(&client, &object).await?;

@@ -2,7 +2,8 @@
 //! of docs/examples, workload Pods (the test bed's userland image) and their output, and waits that
 //! fail with what they last saw.
 
-#![allow(dead_code)]
+// Each test binary uses a part of what is shared here.
+#![allow(dead_code, unused_imports)]
 
 pub mod module {
     pub use real_node::module_status::wait_module_ready;
@@ -29,8 +30,49 @@ pub async fn node() -> (&'static RealNode, Client) {
     (node, client)
 }
 
+/// A test's namespace, deleted when the test ends, also when it fails: what a failed test holds (its
+/// claims, their devices) must not starve the tests after it on the one node.
+pub struct TestNamespace {
+    kubeconfig: std::path::PathBuf,
+    name: String,
+}
+
+impl std::ops::Deref for TestNamespace {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Display for TestNamespace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let (kubeconfig, name) = (self.kubeconfig.clone(), self.name.clone());
+        // A client and a runtime of their own: the test's client needs the test's runtime, which
+        // this drop blocks (and which may be ending).
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(async {
+                let config = kube::config::Kubeconfig::read_from(&kubeconfig)?;
+                let config = kube::Config::from_custom_kubeconfig(config, &Default::default()).await?;
+                let client = Client::try_from(config)?;
+                Api::<Namespace>::all(client)
+                    .delete(&name, &DeleteParams::default())
+                    .await?;
+                anyhow::Ok(())
+            })
+        })
+        .join();
+    }
+}
+
 /// A namespace of its own, `rn-<test>-xxxxx`.
-pub async fn namespace(client: &Client, test: &str) -> String {
+pub async fn namespace(client: &Client, test: &str) -> TestNamespace {
     let created = Api::<Namespace>::all(client.clone())
         .create(
             &PostParams::default(),
@@ -54,7 +96,8 @@ pub async fn namespace(client: &Client, test: &str) -> String {
     )
     .await
     .unwrap();
-    name
+    let kubeconfig = RealNode::get().await.expect("the real node").kubeconfig.clone();
+    TestNamespace { kubeconfig, name }
 }
 
 pub async fn delete_namespace(client: &Client, name: &str) {
@@ -63,17 +106,37 @@ pub async fn delete_namespace(client: &Client, name: &str) {
         .await;
 }
 
-/// Applies every `docs/examples/deviceclass-*.yaml` (what the docs tell an admin to apply).
+/// Applies every GPUClass and DeviceClass of `docs/examples` (what the docs tell an admin to apply)
+/// and waits until gpu-controller has made the DeviceClass of each GPUClass.
 pub async fn apply_example_device_classes(client: &Client) {
     let dir = repo_root().join("docs/examples");
+    let mut gpu_classes = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !name.starts_with("deviceclass-") {
+        if !(name.starts_with("deviceclass-") || name.starts_with("gpuclass-")) {
             continue;
         }
         let class: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if class["kind"] == "GPUClass" {
+            gpu_classes.push(class["metadata"]["name"].as_str().unwrap().to_owned());
+        }
         apply(client, &class).await;
+    }
+    let classes = Api::<k8s_openapi::api::resource::v1::DeviceClass>::all(client.clone());
+    for name in gpu_classes {
+        wait_until(&format!("DeviceClass {name}"), Duration::from_secs(60), || {
+            let classes = classes.clone();
+            let name = name.clone();
+            async move {
+                Ok(match classes.get_opt(&name).await? {
+                    Some(_) => Progress::Done(()),
+                    None => Progress::Pending("not made yet".into()),
+                })
+            }
+        })
+        .await
+        .unwrap();
     }
 }
 
@@ -164,16 +227,26 @@ pub use real_node::module_status::{describe, module_pods};
 
 /// What the Pod's container printed (through the API server and the real kubelet).
 pub async fn logs(client: &Client, namespace: &str, name: &str) -> String {
+    try_logs(client, namespace, name)
+        .await
+        .unwrap_or_else(|e| panic!("logs of {namespace}/{name}: {e}"))
+}
+
+/// The Pod's log, or why the kubelet could not give it (e.g. while it restarts).
+pub async fn try_logs(client: &Client, namespace: &str, name: &str) -> kube::Result<String> {
     Api::<Pod>::namespaced(client.clone(), namespace)
         .logs(name, &LogParams::default())
         .await
-        .unwrap_or_else(|e| panic!("logs of {namespace}/{name}: {e}"))
 }
 
 /// Runs `script` in a workload Pod to its end and returns what it printed.
 pub async fn run_to_end(client: &Client, namespace: &str, pod: &Value) -> String {
     create_pod(client, namespace, pod).await;
-    let name = pod["metadata"]["name"].as_str().unwrap();
+    finish_run(client, namespace, pod["metadata"]["name"].as_str().unwrap()).await
+}
+
+/// Waits until a created Pod has succeeded; what it printed.
+pub async fn finish_run(client: &Client, namespace: &str, name: &str) -> String {
     wait_phase(client, namespace, name, "Succeeded").await;
     let out = logs(client, namespace, name).await;
     println!("--- {namespace}/{name} printed:\n{out}---");
@@ -181,7 +254,7 @@ pub async fn run_to_end(client: &Client, namespace: &str, pod: &Value) -> String
 }
 
 /// The script every GPU test container runs: what a CUDA container would look for.
-pub const SHOW_GPUS: &str = "echo '## nvidia-smi -L'; nvidia-smi -L; echo \"exit $?\"; \
+pub const SHOW_GPUS: &str = "echo '## nvidia-smi -L'; nvidia-smi -L 2>&1; echo \"exit $?\"; \
     echo '## ldconfig -p'; ldconfig -p | grep -E 'libcuda|libnvidia-ml'; \
     echo '## device nodes'; ls /dev | grep -E '^nvidia' | sort; ls /dev/nvidia-caps 2>/dev/null | sort; \
     echo '## env'; env | grep -E '^(NVIDIA|CUDA)_' | sort";
@@ -281,19 +354,32 @@ pub async fn claim(client: &Client, namespace: &str, name: &str, class: &str, co
     .await;
 }
 
-/// The allocated devices of claim `name` and each one's `uuid` attribute from the node's slices.
+/// The allocated devices of claim `name` and each one's `uuid` attribute from the node's slices (a
+/// MIG device's card's `parentUUID`).
+/// The devices of a claim and their UUIDs, once it is allocated (call it while its Pod runs: the
+/// claim is deallocated when the Pod is done).
 pub async fn allocated_uuids(client: &Client, namespace: &str, name: &str) -> Vec<(String, String)> {
     use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
-    let claim = Api::<ResourceClaim>::namespaced(client.clone(), namespace)
-        .get(name)
-        .await
-        .unwrap();
-    let results = claim
-        .status
-        .and_then(|s| s.allocation)
-        .and_then(|a| a.devices)
-        .and_then(|d| d.results)
-        .unwrap_or_default();
+    let claims = Api::<ResourceClaim>::namespaced(client.clone(), namespace);
+    let results = wait_until(&format!("ResourceClaim {namespace}/{name} allocated"), POD_DONE, || {
+        let claims = claims.clone();
+        async move {
+            let claim = claims.get(name).await?;
+            let results = claim
+                .status
+                .and_then(|s| s.allocation)
+                .and_then(|a| a.devices)
+                .and_then(|d| d.results)
+                .unwrap_or_default();
+            Ok(if results.is_empty() {
+                Progress::Pending("not allocated".into())
+            } else {
+                Progress::Done(results)
+            })
+        }
+    })
+    .await
+    .unwrap();
     let slices = Api::<ResourceSlice>::all(client.clone())
         .list(&Default::default())
         .await
@@ -308,7 +394,13 @@ pub async fn allocated_uuids(client: &Client, namespace: &str, name: &str) -> Ve
                 .flat_map(|s| s.spec.devices.clone().unwrap_or_default())
                 .find(|d| d.name == result.device)
                 .and_then(|d| d.attributes)
-                .and_then(|a| a.get("uuid").and_then(|v| v.string.clone()))
+                .and_then(|a| {
+                    // A MIG offer has no UUID before it is made: its card's.
+                    let uuid = a
+                        .get("gpu.deckhouse.io/uuid")
+                        .or_else(|| a.get("gpu.deckhouse.io/parentUUID"));
+                    uuid.and_then(|v| v.string.clone())
+                })
                 .unwrap_or_default();
             (result.device.clone(), uuid)
         })
