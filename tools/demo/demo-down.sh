@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
-# make demo-down: stops the demo (its process group: the simulated nodes and every component) and its
+# make demo-down: stops the demo: the real node, or (DEMO=simulated) its process group: the simulated nodes and every component) and its
 # control plane.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -15,4 +15,5 @@ if [ -f "$dir/demo.pid" ]; then
   rm -f "$dir/demo.pid"
 fi
 "$repo/tools/testbed/cluster-down.sh" "$dir/cluster"
+"$repo/tools/testbed/node-down.sh" "$dir/node" 2>/dev/null
 echo "demo stopped"

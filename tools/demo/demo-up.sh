@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
-# make demo: the test bed's real control plane (K8S=1.34 by default, or latest) with two simulated GPU
-# nodes (an A30 node and an 8 x H100 node), gpu-node-agent, gpu-handler and gpu-controller running
-# against them, the simulated kubelets, and docs/examples applied. Prints the walkthrough and leaves
-# everything running; `make demo-down` stops it.
+# make demo: by default the module on the test bed's real node (tools/testbed/node-up.sh: a control
+# plane, containerd, runc and the kubelet of K8S=1.34 or latest in namespaces of their own, the module
+# installed from its chart as Deckhouse installs it), docs/examples applied, and what every container
+# printed. DEMO=simulated: the control plane with three simulated GPU nodes (an A30 node, an 8 x H100
+# node and an A30 node for MPS), the components as processes and the simulated kubelets. Prints the
+# walkthrough and leaves everything running; `make demo-down` stops it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -14,6 +16,17 @@ ws="$repo/images/gpu-artifact"
 
 "$here/demo-down.sh" >/dev/null 2>&1 || true
 "$repo/tools/install/deps.sh"
+if [ "${DEMO:-real}" != simulated ]; then
+  echo "== the real node (first run: Kubernetes node parts from Go modules, images, cargo; see README)" >&2
+  env_file="$(NODE_DIR="$dir/node" "$repo/tools/testbed/node-up.sh" "$k8s")"
+  target="${CARGO_TARGET_DIR:-$ws/target}"
+  GPU_REALNODE_ENV="$env_file" "$target/debug/real-node-demo"
+  echo
+  echo "kubeconfig: $(sed -n 's/^KUBECONFIG=//p' "$env_file")"
+  echo "inside the node: tools/testbed/node-exec.sh $dir/node <command>   (e.g. ip route, ls /dev)"
+  echo "stop:       make demo-down"
+  exit 0
+fi
 echo "== building the components and the demo (cargo, first run takes a few minutes)" >&2
 ( cd "$ws" && cargo build --locked --quiet -p gpu-node-agent -p gpu-handler -p gpu-controller -p mock-nvml \
     && cargo build --locked --quiet -p e2e --example demo )

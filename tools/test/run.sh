@@ -41,7 +41,7 @@ phase "format and lint"
 ( cd "$ws" && cargo clippy --workspace --all-targets --locked -- -D warnings ) || failed_phases+=("cargo clippy")
 
 phase "unit and integration tests (no cluster)"
-cargo_test unit --workspace --exclude e2e --exclude kubelet-sim --locked --no-fail-fast
+cargo_test unit --workspace --exclude e2e --exclude kubelet-sim --exclude real-node --locked --no-fail-fast
 
 # --- module package (issue 7): helm, rules, dashboards, docs; helm is exported for the e2e chart tests ---
 phase "module package: dmt, dashboards, oss.yaml, werf.yaml"
@@ -50,6 +50,22 @@ if HELM_BIN="$("$repo/tools/install/helm.sh")"; then export HELM_BIN; else faile
 [ "${PIPESTATUS[0]}" = 0 ] || failed_phases+=("module checks")
 grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/module-checks.log" | sed -E 's/([0-9]+) passed, ([0-9]+) failed/\1 \2/' >> "$summary"
 # --- end module package ---
+
+# --- real node (issue 12): the module installed on a real kubelet, containerd and runc, on 1.34 only ---
+if [ "${TEST_REAL_NODE:-1}" != 0 ]; then
+  phase "real node: the module on a real kubelet and containerd (Kubernetes 1.34)"
+  t0=$(date +%s)
+  realnode="$logs/realnode"
+  if env_file="$(NODE_DIR="$realnode" "$repo/tools/testbed/node-up.sh" 1.34)"; then
+    echo "real node up in $(( $(date +%s) - t0 ))s: $env_file"
+    GPU_REALNODE_ENV="$env_file" cargo_test real-node -p real-node --locked --no-fail-fast
+    "$repo/tools/testbed/node-down.sh" "$realnode"
+  else
+    failed_phases+=("real node up"); echo "0 1" >> "$summary"
+  fi
+  echo "real node phase took $(( $(date +%s) - t0 ))s"
+fi
+# --- end real node ---
 
 for k8s in $versions; do
   phase "e2e against Kubernetes $k8s"
@@ -65,7 +81,8 @@ for k8s in $versions; do
 done
 
 # Keep the logs, drop the control planes' data.
-find "$logs" -maxdepth 2 -type d -name etcd -exec rm -rf {} + 2>/dev/null
+find "$logs" -maxdepth 3 -type d -name etcd -exec rm -rf {} + 2>/dev/null
+rm -rf "$logs/realnode/disk" "$logs/realnode/images" 2>/dev/null
 
 phase "summary"
 passed=$(awk '{p+=$1} END {print p+0}' "$summary")

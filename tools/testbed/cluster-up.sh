@@ -6,6 +6,11 @@
 #
 #   cluster-up.sh [1.34|latest]        TESTBED_DIR overrides where state, certs and logs live.
 #   TESTBED_OWNER_PID=<pid>            tear the cluster down when that process exits (used by tests).
+#   TESTBED_ADVERTISE_ADDRESS=<ip>     the real node's (node-up.sh): the API server listens on every
+#                                      address of its network namespace (the node's, which has no route
+#                                      out) and the `kubernetes` Service points at <ip>.
+#   TESTBED_AUDIT_GROUP=<group>        audit log (Metadata level, <dir>/logs/audit.log) of the requests
+#                                      of that group only, e.g. system:serviceaccounts:d8-gpu.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -41,7 +46,8 @@ sign() { # name subject [san]
   openssl_quiet x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
     -days 3650 -extfile "$ext" -out "$pki/$name.crt"
 }
-sign apiserver "/CN=kube-apiserver" "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+advertise="${TESTBED_ADVERTISE_ADDRESS:-127.0.0.1}"
+sign apiserver "/CN=kube-apiserver" "IP:127.0.0.1,IP:$advertise,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 sign admin "/O=system:masters/CN=testbed-admin"
 sign kube-scheduler "/CN=system:kube-scheduler"
 sign kube-controller-manager "/CN=system:kube-controller-manager"
@@ -108,8 +114,20 @@ start etcd --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$etcd_p
   --unsafe-no-fsync --quota-backend-bytes 4294967296
 wait_healthy etcd "http://127.0.0.1:$etcd_port/health"
 
-start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" --bind-address 127.0.0.1 \
-  --advertise-address 127.0.0.1 --secure-port "$api_port" --cert-dir "$pki" --endpoint-reconciler-type none \
+audit=()
+if [ -n "${TESTBED_AUDIT_GROUP:-}" ]; then
+  printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  userGroups: ["%s"]\n- level: None\n' \
+    "$TESTBED_AUDIT_GROUP" > "$dir/audit-policy.yaml"
+  audit=(--audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log")
+fi
+if [ "$advertise" = 127.0.0.1 ]; then apiserver_address=(--bind-address 127.0.0.1 --endpoint-reconciler-type none)
+else
+  # The real node: reach its kubelet (logs, exec) at the node's address; there is no DNS for its name.
+  apiserver_address=(--bind-address 0.0.0.0 --endpoint-reconciler-type lease --kubelet-preferred-address-types InternalIP)
+fi
+start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" "${apiserver_address[@]}" ${audit[@]+"${audit[@]}"} \
+  --advertise-address "$advertise" --secure-port "$api_port" --cert-dir "$pki" \
+  --kubelet-client-certificate "$pki/admin.crt" --kubelet-client-key "$pki/admin.key" \
   --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/ca.crt" \
   --authorization-mode Node,RBAC --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \

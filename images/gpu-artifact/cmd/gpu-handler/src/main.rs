@@ -31,12 +31,27 @@ use tokio::sync::watch;
 use crate::node_plugin_config::NodePluginConfig;
 use crate::registration_status::{REGISTERED_GATE, RegistrationMetric, follow_registration};
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // `gpu-handler mps-namespace <shm dir> -- <command>`: the launcher of MPS daemons (single-threaded).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args.first().is_some_and(|a| a == node_prepare::MPS_NAMESPACE_COMMAND) {
+        let (Some(shm), Some(command)) = (args.get(1), args.get(3..)) else {
+            anyhow::bail!("usage: gpu-handler mps-namespace <shm dir> -- <command>...");
+        };
+        return Err(node_prepare::exec_in_mps_namespace(std::path::Path::new(shm), command).into());
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     init_logging()?;
     let mut config = HandlerConfig::from_env()?;
     let plugin = NodePluginConfig::from_lookup(|key| std::env::var(key).ok())?;
-    let prepare = plugin.prepare(&config.node_name);
+    let hook = plugin.install_cdi_hook()?;
+    let prepare = plugin.prepare(&config.node_name, hook, std::env::current_exe().ok());
     // The health ledger lives beside the checkpoint, so it survives a restart of the handler.
     config.health_files = Some(HealthFiles {
         state: prepare.plugin_dir.join("health.json"),

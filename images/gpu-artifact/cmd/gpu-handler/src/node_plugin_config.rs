@@ -11,6 +11,14 @@
 //!   `/run/nvidia/driver/usr/bin/nvidia-smi`) where the image does not carry one;
 //! - `NVIDIA_MPS_CONTROL` (default `nvidia-cuda-mps-control`, looked up in `PATH`): starts and stops
 //!   the MPS control daemon of a card shared with MPS; the same advice applies;
+//! - `DRIVER_ROOT_CTR_PATH` and `DRIVER_ROOT` (both or neither): where this container sees the
+//!   driver root and where the host has it (`nvidiaDriverRoot`); with them every GPU container's CDI
+//!   spec mounts the driver's libraries and tools and runs the ld cache hook;
+//! - `CDI_HOOK_SOURCE` (default `/app/gpu-cdi-hook`): the hook binary, copied at start next to the
+//!   DRA socket, where the runtime on the host can run it;
+//! - `MPS_SHM_NAMESPACE` (`true` or `false`, default `false`): each MPS daemon gets its card's
+//!   shared-memory directory as `/dev/shm` (this binary, as `mps-namespace`, starts it in a mount
+//!   namespace), shared with its clients through their CDI specs;
 //! - `MPS_SUPERVISE_INTERVAL` (default `5s`): how often the MPS daemons of cards with prepared MPS
 //!   shares are checked and started again if they died.
 //!
@@ -22,7 +30,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use kubelet_plugin::{DEFAULT_KUBELET_ROOT, DRIVER_NAME, PluginConfig};
-use node_prepare::NodePrepareConfig;
+use node_prepare::{DriverFiles, NodePrepareConfig};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodePluginConfig {
@@ -32,6 +40,10 @@ pub struct NodePluginConfig {
     pub mig_offers: bool,
     pub nvidia_smi: PathBuf,
     pub mps_control: PathBuf,
+    /// (in this container, on the host)
+    pub driver_root: Option<(PathBuf, PathBuf)>,
+    pub cdi_hook_source: PathBuf,
+    pub mps_shm_namespace: bool,
     pub mps_supervise_interval: Duration,
 }
 
@@ -39,10 +51,17 @@ impl NodePluginConfig {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
         let path =
             |key: &str, default: &str| PathBuf::from(get(key).filter(|v| !v.is_empty()).unwrap_or(default.into()));
-        let mig_offers = match get("MIG_OFFERS").as_deref().map(str::trim) {
-            None | Some("") | Some("true") => true,
-            Some("false") => false,
-            Some(other) => bail!("MIG_OFFERS must be true or false, not {other:?}"),
+        let switch = |key: &str, default: bool| match get(key).as_deref().map(str::trim) {
+            None | Some("") => Ok(default),
+            Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(other) => bail!("{key} must be true or false, not {other:?}"),
+        };
+        let mig_offers = switch("MIG_OFFERS", true)?;
+        let driver_root = match (get("DRIVER_ROOT_CTR_PATH"), get("DRIVER_ROOT")) {
+            (Some(here), Some(host)) if !here.is_empty() && !host.is_empty() => Some((here.into(), host.into())),
+            (None, None) => None,
+            _ => bail!("DRIVER_ROOT_CTR_PATH and DRIVER_ROOT go together: set both or neither"),
         };
         let mps_supervise_interval = match get("MPS_SUPERVISE_INTERVAL").as_deref().map(str::trim) {
             None | Some("") => Duration::from_secs(5),
@@ -61,12 +80,43 @@ impl NodePluginConfig {
             mig_offers,
             nvidia_smi: path("NVIDIA_SMI", "nvidia-smi"),
             mps_control: path("NVIDIA_MPS_CONTROL", "nvidia-cuda-mps-control"),
+            driver_root,
+            cdi_hook_source: path("CDI_HOOK_SOURCE", "/app/gpu-cdi-hook"),
+            mps_shm_namespace: switch("MPS_SHM_NAMESPACE", false)?,
             mps_supervise_interval,
         };
-        if let Err(reason) = config.prepare("-").check_bounds() {
+        if let Err(reason) = config.prepare("-", None, None).check_bounds() {
             bail!("the node pipeline's time limits: {reason}");
         }
         Ok(config)
+    }
+
+    /// Where the hook is copied: next to the DRA socket, a path the host shares with this container.
+    pub fn cdi_hook(&self) -> PathBuf {
+        self.plugin_dir().join("gpu-cdi-hook")
+    }
+
+    /// Copies the hook binary to [`Self::cdi_hook`] (replacing the previous one atomically); `None`
+    /// when this image carries none (the simulated nodes' processes).
+    pub fn install_cdi_hook(&self) -> anyhow::Result<Option<PathBuf>> {
+        if !self.cdi_hook_source.is_file() {
+            return Ok(None);
+        }
+        let target = self.cdi_hook();
+        std::fs::create_dir_all(self.plugin_dir())?;
+        let temporary = target.with_extension("new");
+        std::fs::copy(&self.cdi_hook_source, &temporary)?;
+        std::fs::set_permissions(&temporary, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+        std::fs::rename(&temporary, &target)?;
+        Ok(Some(target))
+    }
+
+    fn plugin_dir(&self) -> PathBuf {
+        self.plugin()
+            .dra_socket()
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default()
     }
 
     pub fn plugin(&self) -> PluginConfig {
@@ -76,16 +126,17 @@ impl NodePluginConfig {
         }
     }
 
-    /// The prepare pipeline keeps its lock and checkpoint beside the DRA socket.
-    pub fn prepare(&self, node_name: &str) -> NodePrepareConfig {
-        let plugin_dir = self
-            .plugin()
-            .dra_socket()
-            .parent()
-            .map(PathBuf::from)
-            .unwrap_or_default();
+    /// The prepare pipeline keeps its lock and checkpoint beside the DRA socket. `hook` is where
+    /// [`Self::install_cdi_hook`] put the hook; `launcher` is this binary (the MPS namespace).
+    pub fn prepare(&self, node_name: &str, hook: Option<PathBuf>, launcher: Option<PathBuf>) -> NodePrepareConfig {
         NodePrepareConfig {
-            plugin_dir,
+            plugin_dir: self.plugin_dir(),
+            driver: self.driver_root.as_ref().map(|(here, host)| DriverFiles {
+                root_here: here.clone(),
+                root_on_host: host.clone(),
+                ld_cache_hook: hook,
+            }),
+            mps_launcher: launcher.filter(|_| self.mps_shm_namespace),
             cdi_dir: self.cdi_dir.clone(),
             lock_timeout: Duration::from_secs(10),
             nvidia_smi: self.nvidia_smi.clone(),
@@ -119,7 +170,7 @@ mod tests {
     fn production_defaults_and_paths_follow_the_kubelet_root() {
         let c = config(&[]).unwrap();
         assert!(c.mig_offers);
-        let prepare = c.prepare("w1");
+        let prepare = c.prepare("w1", None, None);
         assert_eq!(
             prepare.plugin_dir,
             PathBuf::from("/var/lib/kubelet/plugins/gpu.deckhouse.io")
@@ -136,18 +187,18 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            moved.prepare("w1").nvidia_smi,
+            moved.prepare("w1", None, None).nvidia_smi,
             PathBuf::from("/driver/usr/bin/nvidia-smi")
         );
         assert_eq!(
-            moved.prepare("w1").mps_control,
+            moved.prepare("w1", None, None).mps_control,
             PathBuf::from("/driver/usr/bin/nvidia-cuda-mps-control")
         );
         assert_eq!(
-            moved.prepare("w1").plugin_dir,
+            moved.prepare("w1", None, None).plugin_dir,
             PathBuf::from("/t/kubelet/plugins/gpu.deckhouse.io")
         );
-        assert_eq!(moved.prepare("w1").host_root, PathBuf::from("/t"));
+        assert_eq!(moved.prepare("w1", None, None).host_root, PathBuf::from("/t"));
         assert!(!moved.mig_offers);
     }
 

@@ -81,7 +81,12 @@ pub async fn run(
             futures::future::ready(())
         });
     tokio::spawn(watch);
-    uevents::spawn(config.uevents.clone(), trigger.clone(), shutdown.clone())?;
+    uevents::spawn(
+        config.uevents.clone(),
+        trigger.clone(),
+        shutdown.clone(),
+        metrics.clone(),
+    )?;
 
     let events = EventPublisher::new(client.clone(), "gpu-node-agent", Some(config.node_name.clone()));
     let writer = InventoryWriter::new(gpus, identity.clone(), events);

@@ -10,6 +10,7 @@ use prometheus_client::registry::Registry;
 pub struct AgentMetrics {
     gpus: Gauge,
     sync_errors: Counter,
+    pci_uevents: Counter,
 }
 
 impl AgentMetrics {
@@ -25,7 +26,16 @@ impl AgentMetrics {
             "Inventory syncs of this node that failed (node labels or PhysicalGPU writes); each is retried",
             metrics.sync_errors.clone(),
         );
+        registry.register(
+            "gpu_node_agent_pci_uevents",
+            "Kernel uevents of PCI devices the agent received (each makes it look at the host again)",
+            metrics.pci_uevents.clone(),
+        );
         metrics
+    }
+
+    pub(crate) fn pci_uevent(&self) {
+        self.pci_uevents.inc();
     }
 
     pub(crate) fn synced(&self, gpus: usize) {
@@ -53,7 +63,9 @@ mod tests {
         metrics.synced(2);
         metrics.sync_failed();
         metrics.sync_failed();
+        metrics.pci_uevent();
         let text = scrape(&registry);
+        assert!(text.contains("gpu_node_agent_pci_uevents_total 1\n"), "{text}");
         assert!(text.contains("gpu_node_agent_gpus 2\n"), "{text}");
         assert!(text.contains("gpu_node_agent_sync_errors_total 2\n"), "{text}");
         metrics.synced(0);

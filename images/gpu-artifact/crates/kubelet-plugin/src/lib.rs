@@ -17,6 +17,7 @@ mod preparer;
 mod registration;
 mod server;
 mod socket;
+mod uds_authority;
 
 pub use config::{DEFAULT_KUBELET_ROOT, DRIVER_NAME, PluginConfig};
 pub use health_service::{DeviceHealthReport, HEALTH_TIMEOUT_SECONDS, HEARTBEAT, HealthFeed, ReportedHealth};

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use component_base::Shutdown;
+use futures::TryStreamExt;
 use kubelet_plugin_api::registration::registration_server::RegistrationServer;
 use kubelet_plugin_api::{dra_health_v1, dra_health_v1alpha1, dra_health_v1beta1, dra_v1, dra_v1beta1};
 use tokio::net::UnixListener;
@@ -20,6 +21,7 @@ use crate::health_service::{HealthFeed, HealthService};
 use crate::preparer::ClaimPreparer;
 use crate::registration::RegistrationService;
 use crate::socket::{BoundSocket, SocketError};
+use crate::uds_authority::LocalAuthority;
 
 /// The running plugin: both sockets served until the shutdown token fires.
 pub struct PluginServer {
@@ -146,7 +148,8 @@ fn serve(
     shutdown: Shutdown,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let incoming = UnixListenerStream::new(listener);
+        // The kubelet's plugin watcher sends an authority h2 refuses (see uds_authority).
+        let incoming = UnixListenerStream::new(listener).map_ok(LocalAuthority::new);
         if let Err(error) = router
             .serve_with_incoming_shutdown(incoming, async move { shutdown.cancelled().await })
             .await

@@ -34,6 +34,15 @@ pub(crate) struct ContainerEdits {
     pub device_nodes: Vec<String>,
     /// Bind mounts: host path, container path, read-only.
     pub mounts: Vec<(String, String, bool)>,
+    /// createContainer hooks the runtime runs.
+    pub hooks: Vec<CdiHook>,
+}
+
+/// A createContainer hook: the binary on the host and its full argv.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CdiHook {
+    pub path: String,
+    pub args: Vec<String>,
 }
 
 /// One CDI device: the published device name and its edits.
@@ -56,19 +65,23 @@ impl ContainerEdits {
         ContainerEdits {
             env: vec![format!("NVIDIA_VISIBLE_DEVICES={visible_uuid}")],
             device_nodes,
-            mounts: Vec::new(),
+            ..ContainerEdits::default()
         }
     }
 
-    /// An MPS client of the card's daemon, whose pipe directory is on the host at `pipe_dir`,
-    /// limited to `active_thread_percentage` of the card.
-    pub fn with_mps(mut self, pipe_dir: &str, active_thread_percentage: u32) -> Self {
+    /// An MPS client of the card's daemon, whose pipe directory is on the host at `pipe_dir`, limited
+    /// to `active_thread_percentage` of the card; with `shm_dir`, the daemon's `/dev/shm` (where
+    /// daemon and clients meet when the daemon runs in a mount namespace of its own).
+    pub fn with_mps(mut self, pipe_dir: &str, shm_dir: Option<&str>, active_thread_percentage: u32) -> Self {
         self.env.extend([
             format!("CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_IN_CONTAINER}"),
             format!("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={active_thread_percentage}"),
         ]);
         self.mounts
             .push((pipe_dir.to_owned(), MPS_PIPE_IN_CONTAINER.to_owned(), false));
+        if let Some(shm_dir) = shm_dir {
+            self.mounts.push((shm_dir.to_owned(), "/dev/shm".to_owned(), false));
+        }
         self
     }
 
@@ -77,7 +90,7 @@ impl ContainerEdits {
         ContainerEdits {
             env: vec!["NVIDIA_VISIBLE_DEVICES=void".to_owned()],
             device_nodes: vec![format!("/dev/vfio/{iommu_group}")],
-            mounts: Vec::new(),
+            ..ContainerEdits::default()
         }
     }
 
@@ -92,7 +105,16 @@ impl ContainerEdits {
                 format!("{VFIO_PAYLOAD_CONTAINER_DIR}/{claim_uid}.json"),
                 true,
             )],
+            ..ContainerEdits::default()
         }
+    }
+
+    /// Adds what `other` gives (a claim's VFIO payload and its driver files, say).
+    pub fn merge(&mut self, other: ContainerEdits) {
+        self.env.extend(other.env);
+        self.device_nodes.extend(other.device_nodes);
+        self.mounts.extend(other.mounts);
+        self.hooks.extend(other.hooks);
     }
 
     fn to_json(&self) -> Value {
@@ -118,6 +140,14 @@ impl ContainerEdits {
                 })
                 .collect();
             edits.insert("mounts".into(), Value::Array(mounts));
+        }
+        if !self.hooks.is_empty() {
+            let hooks: Vec<Value> = self
+                .hooks
+                .iter()
+                .map(|hook| json!({"hookName": "createContainer", "path": hook.path, "args": hook.args}))
+                .collect();
+            edits.insert("hooks".into(), Value::Array(hooks));
         }
         Value::Object(edits)
     }

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::driver_files::DriverFiles;
+
 /// The CDI vendor and class of our per-claim specs (`<vendor>/<class>`).
 pub const CDI_KIND: &str = "gpu.deckhouse.io/claim";
 
@@ -34,6 +36,13 @@ pub struct NodePrepareConfig {
     /// How long one sysfs driver write may block and the kernel may take to show a PCI function's
     /// new driver after an unbind or bind (VFIO).
     pub vfio_bind_timeout: Duration,
+    /// The driver's libraries and tools every GPU container gets (mounts and the ld cache hook);
+    /// `None`: device nodes and environment only.
+    pub driver: Option<DriverFiles>,
+    /// Runs a card's MPS control daemon with the card's shared-memory directory
+    /// as its `/dev/shm`: `<launcher> mps-namespace <shm dir> -- <mps_control> ...`. `None`: the
+    /// daemon runs as it is, and the directory is a plain one (simulated nodes).
+    pub mps_launcher: Option<PathBuf>,
     /// How long one vendor library call (NVML: MIG mode, instance create and destroy) may take.
     pub vendor_call_timeout: Duration,
 }
@@ -58,6 +67,8 @@ impl NodePrepareConfig {
             tool_timeout: Duration::from_secs(5),
             vfio_bind_timeout: Duration::from_secs(5),
             vendor_call_timeout: Duration::from_secs(8),
+            driver: None,
+            mps_launcher: None,
         }
     }
 
@@ -119,6 +130,11 @@ impl NodePrepareConfig {
     /// `CUDA_MPS_LOG_DIRECTORY` of a card's daemon.
     pub fn mps_log_dir(&self, card: &str) -> PathBuf {
         self.mps_dir(card).join("log")
+    }
+
+    /// The card's MPS shared memory: the daemon's and every client's `/dev/shm`.
+    pub fn mps_shm_dir(&self, card: &str) -> PathBuf {
+        self.mps_dir(card).join("shm")
     }
 
     /// The QEMU hook payload of a VFIO claim: `<plugin_dir>/vfio/<claimUID>.json` (see the crate docs).

@@ -66,11 +66,13 @@ mod checkpoint;
 mod checks;
 mod config;
 mod device_plan;
+mod driver_files;
 mod driver_proc;
 mod error;
 mod fault_point;
 mod host_tool;
 mod mps_daemon;
+mod mps_namespace;
 mod node_lock;
 mod preparer;
 mod rebooted;
@@ -91,8 +93,10 @@ pub use checkpoint::{
     CardSharing, CheckpointClaim, CheckpointDevice, ClaimState, MigInstanceRecord, VfioFunctionRecord, VfioRecord,
 };
 pub use config::{CDI_KIND, NodePrepareConfig};
+pub use driver_files::DriverFiles;
 pub use error::PrepareError;
 pub use fault_point::{FAULT_POINT_ENV, FAULT_REACHED_ENV, fault_points};
+pub use mps_namespace::{MPS_NAMESPACE_COMMAND, exec_in_mps_namespace};
 pub use preparer::NodePreparer;
 pub use reconcile::ReconcileReport;
 pub use request::{AllocatedDevice, PrepareRequest, ReservedPod};

@@ -47,7 +47,11 @@ pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &st
     if dir.exists() && daemon_answers(config, card, uuid) {
         return Ok(false);
     }
-    for made in [config.mps_pipe_dir(card), config.mps_log_dir(card)] {
+    for made in [
+        config.mps_pipe_dir(card),
+        config.mps_log_dir(card),
+        config.mps_shm_dir(card),
+    ] {
         fs::create_dir_all(&made).map_err(PrepareError::io("create directory", &made))?;
     }
     let uuid_file = dir.join(VISIBLE_DEVICES_FILE);
@@ -167,8 +171,21 @@ fn control<'a>(
     stdin: Option<&'static str>,
     starts_daemon: bool,
 ) -> ToolRun<'a> {
+    let (program, args) = match &config.mps_launcher {
+        Some(launcher) => {
+            let mut wrapped = vec![
+                crate::mps_namespace::MPS_NAMESPACE_COMMAND.to_owned(),
+                config.mps_shm_dir(card).display().to_string(),
+                "--".to_owned(),
+                config.mps_control.display().to_string(),
+            ];
+            wrapped.extend(args);
+            (launcher.as_path(), wrapped)
+        }
+        None => (config.mps_control.as_path(), args),
+    };
     ToolRun {
-        program: &config.mps_control,
+        program,
         args,
         env: vec![
             ("CUDA_VISIBLE_DEVICES", uuid.to_owned()),

@@ -40,6 +40,12 @@ pub struct MachineFile {
     /// Xid events every event set sees right after a card is registered.
     #[serde(default)]
     pub xid_events: Vec<XidEventSpec>,
+    /// Where the process looks for the cards' device nodes, as the real library does: a card is
+    /// enumerated only when `<deviceNodes>/nvidia<minor>` exists, and a MIG device only when its GPU
+    /// and compute instance capability nodes (`<deviceNodes>/nvidia-caps/nvidia-cap<minor>`) exist
+    /// too. Absent: every card and MIG device is seen (processes of the simulated nodes have none).
+    #[serde(default)]
+    pub device_nodes: Option<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -175,11 +181,15 @@ pub struct Machine {
     pub profile_name_prefix: String,
     pub cards: Vec<Card>,
     pub xid_events: Vec<XidEventSpec>,
+    pub device_nodes: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Card {
     pub pci_bus_id: PciBusId,
+    /// The device minor (`/dev/nvidia<minor>`): the card's place in PCI bus order among all the
+    /// machine's cards, as the driver numbers them at probe.
+    pub minor: u32,
     pub uuid: String,
     pub mig_enabled_at_boot: bool,
     pub model: Arc<GpuModel>,
@@ -210,6 +220,7 @@ impl Machine {
             }
             cards.push(Card {
                 pci_bus_id: gpu.pci_bus_id,
+                minor: 0,
                 uuid: gpu.uuid.clone(),
                 mig_enabled_at_boot: gpu.mig_enabled,
                 model: Arc::clone(model),
@@ -217,6 +228,9 @@ impl Machine {
         }
         // NVML enumerates devices in PCI bus order.
         cards.sort_by_key(|c| c.pci_bus_id);
+        for (minor, card) in cards.iter_mut().enumerate() {
+            card.minor = minor as u32;
+        }
         Ok(Machine {
             driver_loaded: file.driver_loaded,
             driver_version: file.driver_version,
@@ -224,7 +238,25 @@ impl Machine {
             profile_name_prefix: file.profile_name_prefix,
             cards,
             xid_events: file.xid_events,
+            device_nodes: file.device_nodes,
         })
+    }
+
+    /// Keeps only the cards this process can open (see [`MachineFile::device_nodes`]).
+    pub fn retain_visible_cards(&mut self) {
+        if let Some(dir) = &self.device_nodes {
+            self.cards
+                .retain(|card| dir.join(format!("nvidia{}", card.minor)).exists());
+        }
+    }
+
+    /// Whether this process can open the MIG device of GPU instance `gi` and compute instance `ci`
+    /// on `card`: both capability nodes are present (always, without [`MachineFile::device_nodes`]).
+    pub fn mig_device_visible(&self, card: &Card, gi: u32, ci: u32) -> bool {
+        let Some(dir) = &self.device_nodes else { return true };
+        let (gi_minor, ci_minor) = mig_capability_minors(card.minor, gi, ci);
+        let cap = |minor: u32| dir.join(format!("nvidia-caps/nvidia-cap{minor}")).exists();
+        cap(gi_minor) && cap(ci_minor)
     }
 
     pub fn card_index(&self, pci_bus_id: &PciBusId) -> Option<usize> {
@@ -256,4 +288,13 @@ fn collect_models(
         models.insert(name.clone(), Arc::new(model.clone()));
     }
     Ok(())
+}
+
+/// The capability minors of GPU instance `gi` and its compute instance `ci` on the card with device
+/// minor `gpu_minor`, from the driver's static table (`/proc/driver/nvidia-caps/mig-minors`): `config`
+/// 1, `monitor` 2, then per GPU minor 15 GPU instances, each its `access` minor followed by its eight
+/// compute instances'.
+pub fn mig_capability_minors(gpu_minor: u32, gi: u32, ci: u32) -> (u32, u32) {
+    let gi_minor = 3 + gpu_minor * 15 * 9 + gi * 9;
+    (gi_minor, gi_minor + 1 + ci)
 }

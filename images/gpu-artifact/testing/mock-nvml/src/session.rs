@@ -87,7 +87,8 @@ pub fn current() -> Result<Arc<Session>, nvmlReturn_t> {
 
 fn open_session() -> Result<Session, String> {
     let (machine_path, state_path) = locate_files()?;
-    let machine = Machine::load(&machine_path)?;
+    let mut machine = Machine::load(&machine_path)?;
+    machine.retain_visible_cards();
     Ok(Session {
         machine,
         store: StateStore::new(state_path),

@@ -10,17 +10,24 @@ use tokio::net::UnixDatagram;
 use tokio::sync::Notify;
 
 use crate::config::UeventSource;
+use crate::metrics::AgentMetrics;
 
 /// Starts the listener; its task ends on shutdown.
-pub fn spawn(source: UeventSource, trigger: Arc<Notify>, shutdown: Shutdown) -> anyhow::Result<()> {
+pub fn spawn(
+    source: UeventSource,
+    trigger: Arc<Notify>,
+    shutdown: Shutdown,
+    metrics: AgentMetrics,
+) -> anyhow::Result<()> {
     match source {
         UeventSource::Netlink => {
             let mut events = uevent::listen()?;
+            let metrics = metrics.clone();
             tokio::spawn(async move {
                 loop {
                     tokio::select! {
                         next = events.next() => match next {
-                            Some(Ok(event)) => on_event(&event, &trigger),
+                            Some(Ok(event)) => on_event(&event, &trigger, &metrics),
                             // Lost events (ENOBUFS) or a bad payload: rescan rather than trust what we saw.
                             Some(Err(error)) => {
                                 tracing::warn!(%error, "uevent receive problem; rescanning");
@@ -50,7 +57,7 @@ pub fn spawn(source: UeventSource, trigger: Arc<Notify>, shutdown: Shutdown) -> 
                     tokio::select! {
                         received = socket.recv(&mut buffer) => match received {
                             Ok(len) => match uevent::parse(&buffer[..len]) {
-                                Ok(Some(event)) => on_event(&event, &trigger),
+                                Ok(Some(event)) => on_event(&event, &trigger, &metrics),
                                 Ok(None) => {}
                                 Err(error) => tracing::warn!(%error, "dropped a malformed uevent"),
                             },
@@ -65,8 +72,9 @@ pub fn spawn(source: UeventSource, trigger: Arc<Notify>, shutdown: Shutdown) -> 
     Ok(())
 }
 
-fn on_event(event: &UEvent, trigger: &Notify) {
+fn on_event(event: &UEvent, trigger: &Notify, metrics: &AgentMetrics) {
     if event.is_pci() {
+        metrics.pci_uevent();
         tracing::debug!(action = event.action.as_str(), devpath = %event.devpath, "PCI uevent");
         trigger.notify_one();
     }

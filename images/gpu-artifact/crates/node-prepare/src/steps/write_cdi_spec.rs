@@ -46,7 +46,7 @@ impl PrepareStep for WriteCdiSpec {
 }
 
 /// One CDI device per allocated device, and the edits every container of
-/// the claim needs once (VFIO).
+/// the claim needs once: a VFIO claim's payload, a GPU claim's driver files.
 fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<ContainerEdits>), PrepareError> {
     let uid = &run.request.claim.uid;
     let recorded = run
@@ -57,6 +57,7 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
         .unwrap_or_default();
     let mut devices = Vec::new();
     let mut claim_edits = None;
+    let mut gpus = 0;
     for (index, device) in run.request.devices.iter().enumerate() {
         let plan = run.plan(index);
         let card = device.target.pci_address();
@@ -78,7 +79,9 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
                     Some(percentage) => {
                         let card = card.to_string();
                         let pipe = run.config.mps_pipe_dir(&card).display().to_string();
-                        edits.with_mps(&pipe, percentage)
+                        let shm = run.config.mps_launcher.as_ref().map(|_| run.config.mps_shm_dir(&card));
+                        let shm = shm.map(|dir| dir.display().to_string());
+                        edits.with_mps(&pipe, shm.as_deref(), percentage)
                     }
                     None => edits,
                 }
@@ -99,6 +102,12 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
             device: device.device.clone(),
             edits,
         });
+        gpus += 1;
+    }
+    if let Some(driver) = run.config.driver.as_ref().filter(|_| gpus > 0) {
+        claim_edits
+            .get_or_insert_with(ContainerEdits::default)
+            .merge(driver.edits()?);
     }
     Ok((devices, claim_edits))
 }

@@ -62,6 +62,16 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByUUID(uuid: *const c_char, device: 
     })
 }
 
+/// The card's device minor (`/dev/nvidia<minor>`); a MIG device answers with its parent's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMinorNumber(device: nvmlDevice_t, minor: *mut c_uint) -> nvmlReturn_t {
+    guard(|| {
+        let device = lookup::device(device)?;
+        *unsafe { out(minor) }? = device.card().minor;
+        Ok(())
+    })
+}
+
 /// MIG device handles answer with `MIG <profile>` like nvidia-smi does.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetName(device: nvmlDevice_t, name: *mut c_char, length: c_uint) -> nvmlReturn_t {

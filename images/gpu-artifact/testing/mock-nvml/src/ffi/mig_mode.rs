@@ -122,10 +122,13 @@ pub unsafe extern "C" fn nvmlDeviceGetMigDeviceHandleByIndex(
         }
         let mut gis = gpu.gpu_instances.clone();
         gis.sort_by_key(|gi| gi.id);
+        let machine = &device.session.machine;
         let mut serials = gis.iter().flat_map(|gi| {
             let mut cis = gi.compute_instances.clone();
             cis.sort_by_key(|ci| ci.id);
-            cis.into_iter().map(|ci| ci.serial)
+            cis.into_iter()
+                .filter(|ci| machine.mig_device_visible(&card, gi.id, ci.id))
+                .map(|ci| ci.serial)
         });
         let serial = serials.nth(index as usize).ok_or(rc::NOT_FOUND)?;
         *unsafe { out(mig_device) }? = handles::device_to_raw(DeviceHandle::Mig {

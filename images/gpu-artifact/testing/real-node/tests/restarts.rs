@@ -1,0 +1,283 @@
+//! Restarts on the real node, one at a time (each takes the node's components down):
+//! - gpu-handler's Pod deleted while claims are prepared: the DaemonSet's new Pod registers again,
+//!   every prepared claim survives (checkpoint, CDI spec, running containers keep their devices) and
+//!   unprepare still works;
+//! - the kubelet process restarted: it finds the plugin again, running Pods keep their devices, a new
+//!   claim is prepared;
+//! - a reboot (new boot id): what the checkpoint says cannot survive one is dropped and the devices
+//!   are made again for the Pods the kubelet starts again.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::DeleteParams;
+use serde_json::{Value, json};
+use support::module::wait_module_ready;
+use support::*;
+use testbed::{Progress, wait_until};
+
+/// A Pod that prints what it sees every second, so its log shows it kept its devices.
+const WATCH_GPUS: &str = "while true; do echo \"tick $(date +%s) $(nvidia-smi -L | tr '\\n' '|')\"; sleep 1; done";
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn checkpoint(node: &real_node::node::RealNode) -> Value {
+    let path = node.node_path("/var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let outer: Value = serde_json::from_str(&text).unwrap();
+    // The checkpoint keeps its data as a checksummed string or object; read either.
+    match &outer["data"] {
+        Value::String(inner) => serde_json::from_str(inner).unwrap(),
+        Value::Null => outer,
+        data => data.clone(),
+    }
+}
+
+fn claim_uids(checkpoint: &Value) -> Vec<String> {
+    checkpoint["claims"]
+        .as_object()
+        .map(|c| c.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn cdi_specs(node: &real_node::node::RealNode) -> Vec<String> {
+    let mut specs: Vec<String> = std::fs::read_dir(node.node_path("/var/run/cdi"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    specs.sort();
+    specs
+}
+
+async fn claim_uid(client: &kube::Client, ns: &str, name: &str) -> String {
+    Api::<k8s_openapi::api::resource::v1::ResourceClaim>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap()
+}
+
+/// Waits until the Pod's log has a tick newer than `after` listing `expect`.
+async fn still_sees(client: &kube::Client, ns: &str, pod: &str, after: u64, expect: &str) {
+    wait_until(
+        &format!("{ns}/{pod} to list {expect} after {after}"),
+        Duration::from_secs(90),
+        || async {
+            let log = match try_logs(client, ns, pod).await {
+                Ok(log) => log,
+                Err(error) => return Ok(Progress::Pending(format!("no log: {error}"))),
+            };
+            let found = log.lines().rev().find_map(|l| {
+                let rest = l.strip_prefix("tick ")?;
+                let (time, seen) = rest.split_once(' ')?;
+                (time.parse::<u64>().ok()? > after).then(|| seen.to_owned())
+            });
+            Ok(match found {
+                Some(seen) if seen.contains(expect) => Progress::Done(()),
+                other => Progress::Pending(format!("last tick: {other:?}")),
+            })
+        },
+    )
+    .await
+    .unwrap();
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+async fn long_running(client: &kube::Client, ns: &str, name: &str, claim_name: &str) -> String {
+    let mut pod = workload_pod(name, WATCH_GPUS, &[("gpu", claim_name)], &[]);
+    pod["spec"]["restartPolicy"] = json!("Always");
+    create_pod(client, ns, &pod).await;
+    wait_phase(client, ns, name, "Running").await;
+    let uuid = allocated_uuids(client, ns, claim_name).await.remove(0).1;
+    still_sees(client, ns, name, 0, &uuid[..12]).await;
+    uuid
+}
+
+async fn handler_pod(client: &kube::Client) -> Pod {
+    module_pods(client, "gpu-handler").await.remove(0)
+}
+
+#[tokio::test]
+async fn handler_pod_deleted_while_claims_are_prepared() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (node, client) = node().await;
+    wait_module_ready(&client).await.unwrap();
+    apply_example_device_classes(&client).await;
+    let ns = namespace(&client, "handler-restart").await;
+    claim(&client, &ns, "whole", "h100", 1, None).await;
+    claim(&client, &ns, "part", "mig-2g12gb", 1, None).await;
+    let whole = long_running(&client, &ns, "whole", "whole").await;
+    long_running(&client, &ns, "part", "part").await;
+    let uids = [
+        claim_uid(&client, &ns, "whole").await,
+        claim_uid(&client, &ns, "part").await,
+    ];
+    let before = checkpoint(node);
+    let specs = cdi_specs(node);
+    println!("before: claims {:?}, CDI specs {specs:?}", claim_uids(&before));
+
+    let old = handler_pod(&client).await;
+    let old_uid = old.metadata.uid.clone().unwrap();
+    Api::<Pod>::namespaced(client.clone(), MODULE_NAMESPACE)
+        .delete(old.metadata.name.as_deref().unwrap(), &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleted_at = now();
+    wait_until("a new gpu-handler Pod", Duration::from_secs(120), || async {
+        let pods = module_pods(&client, "gpu-handler").await;
+        Ok(
+            match pods
+                .iter()
+                .find(|p| p.metadata.uid.as_deref() != Some(old_uid.as_str()))
+            {
+                Some(pod) if pod.metadata.deletion_timestamp.is_none() => Progress::Done(()),
+                _ => Progress::Pending(pods.iter().map(describe).collect::<Vec<_>>().join("; ")),
+            },
+        )
+    })
+    .await
+    .unwrap();
+    wait_module_ready(&client).await.unwrap(); // Ready = registered with the kubelet again (its readiness gate)
+    let after = checkpoint(node);
+    for uid in &uids {
+        assert!(
+            claim_uids(&after).contains(uid),
+            "claim {uid} survives in the checkpoint: {after}"
+        );
+    }
+    assert_eq!(cdi_specs(node), specs, "the CDI specs survive");
+    still_sees(&client, &ns, "whole", deleted_at, &whole[..12]).await;
+    println!(
+        "after: claims {:?}, CDI specs {:?}",
+        claim_uids(&after),
+        cdi_specs(node)
+    );
+
+    // Unprepare still works: the Pods and claims go, so do their specs and checkpoint entries.
+    delete_namespace(&client, &ns).await;
+    wait_until("the claims unprepared", Duration::from_secs(120), || async {
+        let left: Vec<String> = claim_uids(&checkpoint(node))
+            .into_iter()
+            .filter(|u| uids.contains(u))
+            .collect();
+        let specs: Vec<String> = cdi_specs(node)
+            .into_iter()
+            .filter(|s| uids.iter().any(|u| s.contains(u.as_str())))
+            .collect();
+        Ok(if left.is_empty() && specs.is_empty() {
+            Progress::Done(())
+        } else {
+            Progress::Pending(format!("checkpoint {left:?}, specs {specs:?}"))
+        })
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn kubelet_restarted_running_pods_keep_their_devices() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (node, client) = node().await;
+    wait_module_ready(&client).await.unwrap();
+    apply_example_device_classes(&client).await;
+    let ns = namespace(&client, "kubelet-restart").await;
+    claim(&client, &ns, "before", "h100", 1, None).await;
+    let uuid = long_running(&client, &ns, "before", "before").await;
+    node.step("restart-kubelet").unwrap();
+    let restarted = now();
+    still_sees(&client, &ns, "before", restarted, &uuid[..12]).await;
+    // The new kubelet found the plugin again: a claim made now is prepared for a new Pod.
+    claim(&client, &ns, "after", "h100", 1, None).await;
+    let script = format!("{SHOW_GPUS}; sleep 2");
+    create_pod(&client, &ns, &workload_pod("after", &script, &[("gpu", "after")], &[])).await;
+    let given = allocated_uuids(&client, &ns, "after").await.remove(0).1;
+    let out = finish_run(&client, &ns, "after").await;
+    assert!(
+        out.contains(&given),
+        "the Pod made after the restart lists its card {given}: {out}"
+    );
+    let pod = Api::<Pod>::namespaced(client.clone(), &ns).get("before").await.unwrap();
+    let restarts = pod.status.unwrap().container_statuses.unwrap()[0].restart_count;
+    assert_eq!(restarts, 0, "the running container was not restarted");
+    delete_namespace(&client, &ns).await;
+}
+
+#[tokio::test]
+async fn a_reboot_drops_what_cannot_survive_it() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (node, client) = node().await;
+    wait_module_ready(&client).await.unwrap();
+    apply_example_device_classes(&client).await;
+    let ns = namespace(&client, "reboot").await;
+    claim(&client, &ns, "part", "mig-2g12gb", 1, None).await;
+    long_running(&client, &ns, "part", "part").await;
+    let uid = claim_uid(&client, &ns, "part").await;
+    let before = checkpoint(node);
+    let boot_before = before["bootId"].as_str().unwrap_or_default().to_owned();
+    let mig_before = before["claims"][&uid].to_string();
+    println!("before the reboot: boot id {boot_before}, claim {mig_before}");
+
+    node.step("reboot").unwrap();
+    let rebooted = now();
+    let nodes = Api::<Node>::all(client.clone());
+    let boot_after = wait_until("the Node to report a new boot id", Duration::from_secs(120), || async {
+        let id = nodes
+            .get(&node.name)
+            .await?
+            .status
+            .and_then(|s| s.node_info)
+            .map(|i| i.boot_id)
+            .unwrap_or_default();
+        Ok(if !id.is_empty() && id != boot_before {
+            Progress::Done(id)
+        } else {
+            Progress::Pending(id)
+        })
+    })
+    .await
+    .unwrap();
+    wait_module_ready(&client).await.unwrap();
+    // The kubelet starts the Pod again; the claim is prepared again in this boot: a new MIG device.
+    wait_until(
+        "the claim prepared again under the new boot id",
+        Duration::from_secs(180),
+        || async {
+            let now = checkpoint(node);
+            Ok(
+                if now["bootId"] == boot_after.as_str() && now["claims"].get(&uid).is_some() {
+                    Progress::Done(())
+                } else {
+                    Progress::Pending(now.to_string())
+                },
+            )
+        },
+    )
+    .await
+    .unwrap();
+    let after = checkpoint(node);
+    println!(
+        "after the reboot: boot id {boot_after}, claim {}",
+        after["claims"][&uid]
+    );
+    assert_ne!(
+        after["claims"][&uid].to_string(),
+        mig_before,
+        "the MIG device was made again"
+    );
+    still_sees(&client, &ns, "part", rebooted, "MIG 2g.12gb").await;
+    delete_namespace(&client, &ns).await;
+}
