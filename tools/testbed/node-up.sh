@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Starts the test bed's real node: a control plane, containerd + runc, the kubelet and kube-proxy, all
 # in network, mount and PID namespaces of their own (nothing can leave the machine: the node's network
 # has no route out), on a fixture host with 8 x H100 SXM5 and an A30 (device nodes made with mknod, the
