@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # What the real node of the test bed needs from Debian's packages: runc (the OCI runtime containerd
 # runs), iptables (kube-proxy's rules), busybox-static (the shell of the test bed's images) and kmod
 # (depmod: the fixture host's module index).

@@ -56,7 +56,7 @@ if [ "${TEST_REAL_NODE:-1}" != 0 ]; then
   phase "real node: the module on a real kubelet and containerd (Kubernetes 1.34)"
   t0=$(date +%s)
   realnode="$logs/realnode"
-  if env_file="$(NODE_DIR="$realnode" "$repo/tools/testbed/node-up.sh" 1.34)"; then
+  if env_file="$(NODE_DIR="$realnode" TESTBED_OWNER_PID=$$ "$repo/tools/testbed/node-up.sh" 1.34)"; then
     echo "real node up in $(( $(date +%s) - t0 ))s: $env_file"
     GPU_REALNODE_ENV="$env_file" cargo_test real-node -p real-node --locked --no-fail-fast
     "$repo/tools/testbed/node-down.sh" "$realnode"

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Builds what a real node of the test bed runs and caches it; a second run with everything present does
 # nothing. Prints nothing on stdout.
 #   - kubelet and kube-proxy from the control plane's own wrapper module (build-control-plane.sh), so they

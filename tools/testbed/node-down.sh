@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Stops a real node started by node-up.sh: the module operator, then the namespaces' init (the kernel
 # ends every process of the node with it, and its mounts and network go with the namespaces), then
 # removes the node's cgroups from the machine's hierarchies.   node-down.sh [<node dir>|1.34|latest]

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Starts the test bed's real node: a control plane, containerd + runc, the kubelet and kube-proxy, all
 # in network, mount and PID namespaces of their own (nothing can leave the machine: the node's network
 # has no route out), on a fixture host with 8 x H100 SXM5 and an A30 (device nodes made with mknod, the
@@ -64,8 +66,11 @@ done
 echo "$box" > "$dir/box-pid"
 inside() { nsenter --target "$box" --net --mount --pid -- "$@"; }
 
-if [ -n "${TESTBED_OWNER_PID:-}" ]; then
-  setsid bash -c "while kill -0 $TESTBED_OWNER_PID 2>/dev/null; do sleep 1; done; '$here/node-down.sh' '$dir'" \
+# The owner's pid means nothing inside the node's PID namespace: what runs there (cluster-up.sh) must
+# not see it, or it would take its process for gone and stop at once; node-down.sh stops it all.
+owner="${TESTBED_OWNER_PID:-}"; unset TESTBED_OWNER_PID
+if [ -n "$owner" ]; then
+  setsid bash -c "while kill -0 $owner 2>/dev/null; do sleep 1; done; '$here/node-down.sh' '$dir'" \
     > /dev/null 2>&1 < /dev/null &
 fi
 

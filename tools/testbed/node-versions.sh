@@ -1,3 +1,5 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # What the real node of the test bed runs besides the Kubernetes release of versions.sh (sourced).
 # containerd 2.2: CDI on by default; cgroup v1 still supported (deprecated in 2.2, kept until 2029).
 CONTAINERD_VERSION=v2.2.9

@@ -1,3 +1,6 @@
+// Copyright (c) 2026 Flant JSC
+// SPDX-License-Identifier: Apache-2.0
+
 // kube-rbac-proxy as Deckhouse's common image runs it, for the test bed's real node (no registry can
 // serve that image here). It is the upstream project's authentication and authorization (a
 // TokenReview, then a SubjectAccessReview per request, from github.com/brancz/kube-rbac-proxy/pkg) with

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # What cargo builds for the real node (CARGO_TARGET_DIR, else the workspace's target): the node's tools
 # (fixture host, kernel emulation, module operator), the driver root's libraries and tools, and the
 # module's binaries as werf.yaml builds them: gpu-handler dynamic, the others static (crt-static).

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 """The real node's images, shaped as werf.yaml's final images (same binaries, paths, libraries and
 mount points; the distroless base's users), built from the workspace with oci-image.py:
   - gpu-node-agent, gpu-controller, gpu-dra-controller: the static binary at /app/<name>;

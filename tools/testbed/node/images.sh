@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Builds the real node's images (images.py) and imports them into the node's containerd.
 #   images.sh <node dir> <node pid>
 set -euo pipefail

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 """Forwards TCP from the machine's loopback into a real node's network namespace, so the test process
 and the demo (outside it) reach the API server that lives inside. Listens on 127.0.0.1 in the
 machine's namespace (never on an outside address), prints the port, then enters the node's

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # Credentials of the node's daemons, signed by the control plane's CA: the kubelet as
 # system:node:<name> (group system:nodes, what the Node authorizer and NodeRestriction expect) with a
 # serving certificate for its address, and kube-proxy as system:kube-proxy.

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # What runs inside a real node's namespaces (network, mount, PID; see ../node-up.sh), one step per call:
 #   node-inside.sh <node dir> setup           network, the host's view (fixture host), devices, configs
 #   node-inside.sh <node dir> start-node      containerd, kube-proxy, kubelet

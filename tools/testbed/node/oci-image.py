@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 """Builds one OCI image archive (an OCI layout in a tar, what `ctr images import` reads) from a JSON
 spec on stdin, with one uncompressed layer written deterministically (sorted, mtime 0, root-owned), so
 the same inputs give the same digest. Prints the manifest digest.

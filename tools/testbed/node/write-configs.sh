@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
 # The real node's configuration files, from <node dir>/node.env: containerd (CRI with CDI, runc with
 # cgroupfs, the kernel's oom_score_adj rule of this machine), the base OCI spec every container starts
 # from, CNI (one bridge), the kubelet and kube-proxy.   write-configs.sh <node dir>

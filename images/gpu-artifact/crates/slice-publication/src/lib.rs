@@ -21,6 +21,7 @@ mod node_watch;
 mod publisher;
 mod quantity;
 mod run;
+mod slice_watch;
 mod store;
 mod taint_support;
 

@@ -1,6 +1,6 @@
 //! The publisher's life: read the server version once, watch the Node, and publish whenever the
-//! eligible cards or the Node's offer labels change. Nothing periodic: an unchanged input is never
-//! re-sent.
+//! eligible cards or the Node's offer labels change, or a slice of the node was deleted (the kubelet
+//! wipes them when it starts). Nothing periodic: an unchanged input is never re-sent.
 
 use anyhow::Context;
 use component_base::Shutdown;
@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use crate::metrics::{COUNTERS_DROPPED, PublicationMetrics, SHARING_DROPPED, TAINTS_DROPPED};
 use crate::node_watch::{NodeView, watch_node};
 use crate::publisher::{Publisher, PublisherConfig};
+use crate::slice_watch::watch_deletions;
 
 /// Where the publisher tells what it published.
 pub struct PublishedSenders {
@@ -67,6 +68,13 @@ pub async fn run_with_holdings(
 
     let (node_sender, mut node) = watch::channel::<Option<NodeView>>(None);
     let node_watch = tokio::spawn(watch_node(client.clone(), config.node_name.clone(), node_sender));
+    let deleted = std::sync::Arc::new(tokio::sync::Notify::new());
+    let slice_watch = tokio::spawn(watch_deletions(
+        client.clone(),
+        config.node_name.clone(),
+        config.driver_name.clone(),
+        deleted.clone(),
+    ));
     let mut publisher = Publisher::new(client, &config, layout, none_effect, metrics);
     let mut backoff = Backoff::default();
     loop {
@@ -109,10 +117,12 @@ pub async fn run_with_holdings(
             changed = cards.changed() => if changed.is_err() { break },
             _ = changed_or_never(&mut holdings) => {}
             _ = node.changed() => {}
+            _ = deleted.notified() => {}
             _ = shutdown.cancelled() => break,
         }
     }
     node_watch.abort();
+    slice_watch.abort();
     Ok(())
 }
 
