@@ -134,6 +134,8 @@ pub fn dra_controller_rules() -> Vec<PolicyRule> {
             &["get", "list", "watch"],
         ),
         rule("", &["pods"], &["get", "list", "watch", "patch"]),
+        rule("", &["nodes"], &["get", "list", "watch"]),
+        rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
         rule(
             "coordination.k8s.io",
             &["leases"],
