@@ -10,7 +10,7 @@ use std::time::Duration;
 use component_base::{Readiness, Shutdown};
 use controller_plumbing::LeaderElection;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -28,6 +28,7 @@ use crate::metrics::Metrics;
 use crate::node_facts::NodeFactStores;
 use crate::note_events::NoteEvents;
 use crate::pass::{Memory, Round, Snapshot};
+use crate::pod_nodes::lean_node;
 use crate::round_schedule::{NextRound, RoundOutcome, RoundSchedule};
 
 /// Quiet time that ends a burst of watch events: one round per burst.
@@ -39,6 +40,7 @@ struct Stores {
     slices: Store<ResourceSlice>,
     classes: Store<DeviceClass>,
     pods: Store<Pod>,
+    nodes: Store<Node>,
 }
 
 /// Hands a watch event to the engine.
@@ -102,6 +104,8 @@ pub async fn run(
             without_managed_fields,
         ),
         pods: watch(Api::all(client.clone()), trigger.clone(), None, lean_pod),
+        // Where a gated Pod may run; a Node's status changes often and wakes no round.
+        nodes: watch(Api::all(client.clone()), Arc::new(Notify::new()), None, lean_node),
     };
     let node_facts = NodeFactStores::watch(&client);
     tokio::select! {
@@ -109,7 +113,8 @@ pub async fn run(
             stores.claims.wait_until_ready().await?;
             stores.slices.wait_until_ready().await?;
             stores.classes.wait_until_ready().await?;
-            stores.pods.wait_until_ready().await
+            stores.pods.wait_until_ready().await?;
+            stores.nodes.wait_until_ready().await
         } => synced?,
         _ = shutdown.cancelled() => return Ok(()),
     }
@@ -175,6 +180,7 @@ pub async fn run(
             slices: stores.slices.state(),
             classes: stores.classes.state(),
             pods: stores.pods.state(),
+            nodes: stores.nodes.state(),
             facts: node_facts.facts(),
         };
         let mut round = Round {

@@ -4,7 +4,7 @@
 //! types (for the allocation metrics), of a Pod its claims, gates and scheduling state, and of
 //! every object no managedFields (the largest part of most objects, read by nobody here).
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec, PodStatus};
 use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
 use kube::Resource;
 use kube::core::ObjectMeta;
@@ -35,8 +35,9 @@ pub fn lean_slice(slice: &mut ResourceSlice) {
     }
 }
 
-/// Keeps of a Pod what selection and the gate removal read: its identity and version, deletion,
-/// claims, scheduling gates, claim statuses and PodScheduled condition.
+/// Keeps of a Pod what selection, the gate removal and the choice of its node read: its identity
+/// and version, deletion, claims, scheduling gates, node constraints (name, selector, required node
+/// affinity, tolerations), claim statuses and PodScheduled condition.
 pub fn lean_pod(pod: &mut Pod) {
     let metadata = std::mem::take(&mut pod.metadata);
     pod.metadata = ObjectMeta {
@@ -48,9 +49,20 @@ pub fn lean_pod(pod: &mut Pod) {
         ..ObjectMeta::default()
     };
     let spec = pod.spec.take().unwrap_or_default();
+    let node_affinity = spec
+        .affinity
+        .and_then(|a| a.node_affinity)
+        .map(|node_affinity| Affinity {
+            node_affinity: Some(node_affinity),
+            ..Affinity::default()
+        });
     pod.spec = Some(PodSpec {
         resource_claims: spec.resource_claims,
         scheduling_gates: spec.scheduling_gates,
+        node_name: spec.node_name,
+        node_selector: spec.node_selector,
+        affinity: node_affinity,
+        tolerations: spec.tolerations,
         ..PodSpec::default()
     });
     let status = pod.status.take().unwrap_or_default();
@@ -93,6 +105,9 @@ mod tests {
             "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5",
                 "labels": {"app": "x"}, "managedFields": [{"manager": "kubectl"}]},
             "spec": {"containers": [{"name": "c", "image": "busybox"}], "nodeName": "n1",
+                "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
+                "affinity": {"podAffinity": {}, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
                 "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}],
                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
             "status": {"phase": "Pending",
@@ -105,7 +120,10 @@ mod tests {
             serde_json::to_value(&pod).unwrap(),
             json!({"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5"},
-                "spec": {"containers": [],
+                "spec": {"containers": [], "nodeName": "n1",
+                    "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
                     "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}],
                     "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
                 "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}],

@@ -27,6 +27,7 @@ pub mod pass;
 mod pending_claims;
 pub mod pending_notes;
 pub mod pending_reason;
+pub mod pod_nodes;
 pub mod releases;
 pub mod round_schedule;
 pub mod selection;

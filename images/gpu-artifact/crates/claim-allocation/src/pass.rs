@@ -16,8 +16,10 @@ use crate::claim_writes::{ClaimWrites, Written};
 use crate::engine_thread::EngineThread;
 use crate::metrics::{Metrics, allocation_counts};
 use crate::note_events::NoteEvents;
+use crate::pending_claims::Placement;
 use crate::pending_notes::PendingNotes;
 use crate::pending_reason::NodeFacts;
+use crate::pod_nodes::nodes_for;
 use crate::releases::Releases;
 use crate::selection::plan;
 
@@ -27,6 +29,8 @@ pub struct Snapshot {
     pub slices: Vec<Arc<ResourceSlice>>,
     pub classes: Vec<Arc<DeviceClass>>,
     pub pods: Vec<Arc<Pod>>,
+    /// Lean Nodes (see `pod_nodes::lean_node`): where a gated Pod may run.
+    pub nodes: Vec<Arc<Node>>,
     pub facts: NodeFacts,
 }
 
@@ -100,7 +104,9 @@ impl Round<'_> {
         let mut newly: Vec<ResourceClaim> = vec![];
 
         for claim in &work.standalone {
-            if let Some(allocation) = self.try_allocate(claim, None, None, snapshot, &mut end).await?
+            if let Some(allocation) = self
+                .try_allocate(claim, Placement::Anywhere, None, snapshot, &mut end)
+                .await?
                 && let Some(stored) = self.write(claim, &allocation).await?
             {
                 newly.push(stored);
@@ -109,9 +115,11 @@ impl Round<'_> {
         for gated in &work.gated {
             let mut node: Option<Node> = None;
             let mut results = vec![];
+            let place = Placement::Among(Arc::new(nodes_for(&gated.pod, &snapshot.nodes)));
             for claim in &gated.claims {
+                let place = node.clone().map_or(place.clone(), Placement::On);
                 let Some(allocation) = self
-                    .try_allocate(claim, node.clone(), Some(&gated.pod), snapshot, &mut end)
+                    .try_allocate(claim, place, Some(&gated.pod), snapshot, &mut end)
                     .await?
                 else {
                     break;

@@ -4,7 +4,7 @@
 //! once per interval, and gets an Event only when the reason changed; so does the Pod waiting for
 //! it, where `kubectl describe pod` shows it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,17 @@ const EXPLAINED_PER_ROUND: usize = 32;
 const MORE_EXPLANATIONS_IN: Duration = Duration::from_secs(5);
 
 /// What the engine said of one claim.
+/// Where a claim may be allocated.
+#[derive(Clone)]
+pub(crate) enum Placement {
+    /// On this node: the node of the Pod's claims allocated before it.
+    On(Node),
+    /// On one of these nodes: those the claim's Pod may run on.
+    Among(Arc<HashSet<String>>),
+    /// Anywhere: a standalone claim.
+    Anywhere,
+}
+
 enum Attempt {
     Allocated(AllocationResult),
     NoFit,
@@ -34,11 +45,11 @@ enum Attempt {
 }
 
 impl Round<'_> {
-    /// Allocates `claim` (on `node`, if given) with the engine; `None` when it gets nothing now.
+    /// Allocates `claim` where `place` says with the engine; `None` when it gets nothing now.
     pub(crate) async fn try_allocate(
         &mut self,
         claim: &Arc<ResourceClaim>,
-        node: Option<Node>,
+        place: Placement,
         pod: Option<&Pod>,
         snapshot: &Snapshot,
         end: &mut RoundEnd,
@@ -55,7 +66,12 @@ impl Round<'_> {
                 if feed.awaiting_watch(&claim_id(&input)) {
                     return Attempt::AwaitingWatch;
                 }
-                match feed.engine.allocate(&input, node.as_ref()) {
+                let allocated = match &place {
+                    Placement::On(node) => feed.engine.allocate(&input, Some(node)),
+                    Placement::Among(nodes) => feed.engine.allocate_among(&input, &|name| nodes.contains(name)),
+                    Placement::Anywhere => feed.engine.allocate(&input, None),
+                };
+                match allocated {
                     Ok(Some(allocation)) => Attempt::Allocated(allocation),
                     Ok(None) => Attempt::NoFit,
                     Err(error) => Attempt::Invalid(error),

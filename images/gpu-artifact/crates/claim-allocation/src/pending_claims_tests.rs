@@ -45,6 +45,7 @@ fn snapshot() -> Snapshot {
         slices: vec![],
         classes: device_classes().into_iter().map(Arc::new).collect(),
         pods: vec![],
+        nodes: vec![],
         facts: NodeFacts::default(),
     }
 }
@@ -68,7 +69,10 @@ async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() 
     };
     let (snapshot, mut end) = (snapshot(), RoundEnd::default());
     let mig = Arc::new(claim("p", "gpu-mig", 1, 5));
-    let got = round.try_allocate(&mig, None, None, &snapshot, &mut end).await.unwrap();
+    let got = round
+        .try_allocate(&mig, Placement::Anywhere, None, &snapshot, &mut end)
+        .await
+        .unwrap();
     assert!(got.is_none());
     assert_eq!(
         round.memory.pending.text("p"),
@@ -76,7 +80,10 @@ async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() 
     );
     assert_eq!(end.again_in, None);
 
-    let again = round.try_allocate(&mig, None, None, &snapshot, &mut end).await.unwrap();
+    let again = round
+        .try_allocate(&mig, Placement::Anywhere, None, &snapshot, &mut end)
+        .await
+        .unwrap();
     assert!(again.is_none());
     let wait = end.again_in.expect("the rate-limited reason is due later");
     assert!(wait <= EXPLAIN_INTERVAL && wait > EXPLAIN_INTERVAL / 2, "{wait:?}");
@@ -84,7 +91,7 @@ async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() 
 
     let broken = Arc::new(claim("b", "gpu-broken", 1, 5));
     round
-        .try_allocate(&broken, None, None, &snapshot, &mut end)
+        .try_allocate(&broken, Placement::Anywhere, None, &snapshot, &mut end)
         .await
         .unwrap();
     let text = round.memory.pending.text("b").unwrap();
@@ -99,7 +106,10 @@ async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() 
         .call(|feed| feed.claim_event(Event::Delete(claim("whole", "gpu-physical", 1, 4))))
         .await
         .unwrap();
-    let fits = round.try_allocate(&mig, None, None, &snapshot, &mut end).await.unwrap();
+    let fits = round
+        .try_allocate(&mig, Placement::Anywhere, None, &snapshot, &mut end)
+        .await
+        .unwrap();
     assert!(fits.is_some(), "the engine followed the deletion");
 }
 

@@ -39,6 +39,26 @@ impl Allocator {
         claim: &ResourceClaim,
         node: Option<&Node>,
     ) -> Result<Option<AllocationResult>, AllocationError> {
+        self.allocate_in(claim, node, None)
+    }
+
+    /// Best fit for `claim` on the nodes `allowed` admits (for a Pod: those it may run on), as
+    /// without a node but never on another node nor by a node selector, which could send the
+    /// Pod where it cannot run.
+    pub fn allocate_among(
+        &mut self,
+        claim: &ResourceClaim,
+        allowed: &dyn Fn(&str) -> bool,
+    ) -> Result<Option<AllocationResult>, AllocationError> {
+        self.allocate_in(claim, None, Some(allowed))
+    }
+
+    fn allocate_in(
+        &mut self,
+        claim: &ResourceClaim,
+        node: Option<&Node>,
+        allowed: Option<&dyn Fn(&str) -> bool>,
+    ) -> Result<Option<AllocationResult>, AllocationError> {
         self.unsatisfiable_reason = None;
         let name = claim_name(claim);
         if claim.status.as_ref().is_some_and(|s| s.allocation.is_some()) {
@@ -59,7 +79,7 @@ impl Allocator {
                     node_name.to_owned(),
                 )
             }
-            None => self.search_everywhere(claim, &name, &requests, constraints)?,
+            None => self.search_everywhere(claim, &name, &requests, constraints, allowed)?,
         };
         match outcome {
             Outcome::Found(picks, _) => Ok(Some(result::build(
@@ -77,30 +97,42 @@ impl Allocator {
         }
     }
 
-    /// The best outcome over every node (see `memo`) and node selector; the node it was found
-    /// on (empty for a selector).
+    /// The best outcome over every node (see `memo`) and node selector, or over the nodes
+    /// `allowed` admits; the node it was found on (empty for a selector).
     fn search_everywhere(
         &mut self,
         claim: &ResourceClaim,
         name: &str,
         requests: &[Request<'_>],
         constraints: &[DeviceConstraint],
+        allowed: Option<&dyn Fn(&str) -> bool>,
     ) -> Result<(Outcome, String), AllocationError> {
         let (key, mut shape) = self.memo.take(claim);
         let result = self.rank_nodes(&mut shape, name, requests, constraints);
-        let ordered = Arc::clone(&self.reach.ordered);
+        let every_node = Arc::clone(&self.reach.ordered);
+        let admitted: Vec<(Arc<str>, u32)>;
+        let ordered: &[(Arc<str>, u32)] = match allowed {
+            Some(allowed) => {
+                admitted = every_node.iter().filter(|(node, _)| allowed(node)).cloned().collect();
+                &admitted
+            }
+            None => &every_node,
+        };
         let mut best: Option<(FitScore, Vec<Pick>, String)> = None;
         let mut reason: Option<Arc<str>> = None;
         if result.is_ok() {
-            if let Some((score, node, Outcome::Found(picks, _))) = shape.best() {
+            if let Some((score, node, Outcome::Found(picks, _))) = shape.best_where(allowed) {
                 best = Some((*score, picks.clone(), node.to_string()));
             }
-            reason = shape.first_reason(&ordered);
+            reason = shape.first_reason(ordered);
         }
         self.memo.put_back(key, shape);
         result?;
-        let mut others: Vec<Scope<'_>> = (0..self.reach.selectors.len()).map(Scope::Selector).collect();
-        if ordered.is_empty() && others.is_empty() {
+        let mut others: Vec<Scope<'_>> = match allowed {
+            Some(_) => vec![],
+            None => (0..self.reach.selectors.len()).map(Scope::Selector).collect(),
+        };
+        if allowed.is_none() && ordered.is_empty() && others.is_empty() {
             others.push(Scope::Everywhere);
         }
         for scope in others {

@@ -69,9 +69,15 @@ impl ShapeMemo {
         }
     }
 
-    /// The best node: lowest score, then name.
-    pub(crate) fn best(&self) -> Option<(&FitScore, &Arc<str>, &Outcome)> {
-        let (score, name, node) = self.ranking.first()?;
+    /// The best node `allowed` admits (any without it): lowest score, then name.
+    pub(crate) fn best_where(
+        &self,
+        allowed: Option<&dyn Fn(&str) -> bool>,
+    ) -> Option<(&FitScore, &Arc<str>, &Outcome)> {
+        let (score, name, node) = self
+            .ranking
+            .iter()
+            .find(|(_, name, _)| allowed.is_none_or(|allowed| allowed(name)))?;
         Some((score, name, &self.entries[node].outcome))
     }
 

@@ -134,3 +134,48 @@ fn devices_of_two_label_selectors_are_not_joined_without_a_node() {
         "no node is known to reach both"
     );
 }
+
+/// A claim any device fits, one request for one device of the class.
+fn any_device_claim() -> ResourceClaim {
+    from(
+        json!({"metadata": {"name": "c", "namespace": "default"}, "spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}}]}}}),
+    )
+}
+
+#[test]
+fn a_pod_claim_goes_only_to_a_node_the_pod_may_run_on_and_never_by_a_selector() {
+    let slices = [
+        slice("a", json!({"nodeName": "node-a"})),
+        slice("b", json!({"nodeName": "node-b"})),
+        slice("rack-gpu", selector(by_label())),
+    ];
+    let mut engine = Allocator::new(&slices, &[class()], &[]);
+    let anywhere = engine.allocate(&any_device_claim(), None).unwrap().expect("fits");
+    assert_eq!(
+        anywhere.node_selector,
+        Some(pinned("node-a")),
+        "ties: nodes by name first"
+    );
+
+    let only_b = engine
+        .allocate_among(&any_device_claim(), &|node| node == "node-b")
+        .unwrap()
+        .expect("fits on node-b");
+    assert_eq!(only_b.node_selector, Some(pinned("node-b")));
+    let devices: Vec<_> = only_b
+        .devices
+        .unwrap()
+        .results
+        .into_iter()
+        .flatten()
+        .map(|r| r.device)
+        .collect();
+    assert_eq!(devices, ["b"]);
+
+    let nowhere = engine.allocate_among(&any_device_claim(), &|_| false).unwrap();
+    assert!(
+        nowhere.is_none(),
+        "the selector's device is not offered to a Pod bound to nodes: {nowhere:?}"
+    );
+}
