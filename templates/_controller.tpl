@@ -6,6 +6,8 @@ gpu-controller and gpu-dra-controller differ only in what the arguments name.
 Usage: {{ include "gpu.controller" (dict "ctx" . "name" "gpu-dra-controller" "image" "gpuDraController"
          "env" (list (dict "name" "X" "value" "y")) "resources" (dict "cpu" "10m" "memory" "50Mi")
          "maxResources" (dict "cpu" "200m" "memory" "256Mi")) }}
+With "admissionWebhook" true the controller also serves the admission webhook on port 9443 (HTTPS,
+the certificate of Secret gpu-dra-controller-webhook-tls).
 */ -}}
 {{- define "gpu.controller" -}}
 {{- $ctx := .ctx -}}
@@ -67,6 +69,20 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: metadata.name
+        {{- if .admissionWebhook }}
+        - name: WEBHOOK_CERT_DIR
+          value: /etc/gpu-webhook
+        - name: WEBHOOK_ADDR
+          value: "0.0.0.0:9443"
+        ports:
+        - name: https-webhook
+          containerPort: 9443
+          protocol: TCP
+        volumeMounts:
+        - name: webhook-tls
+          mountPath: /etc/gpu-webhook
+          readOnly: true
+        {{- end }}
         # The health server listens on loopback only: the kubelet probes it through kube-rbac-proxy,
         # by the sidecar's port number (a named port resolves in the probed container only).
         livenessProbe:
@@ -87,6 +103,14 @@ spec:
       {{- include "gpu.kubeRbacProxy.sidecar" (dict "ctx" $ctx "resource" "deployments" "name" $name "upstream" "127.0.0.1:8080" "port" 8443) | nindent 6 }}
       volumes:
       {{- include "gpu.kubeRbacProxy.volume" $ctx | nindent 6 }}
+      {{- if .admissionWebhook }}
+      - name: webhook-tls
+        secret:
+          secretName: gpu-dra-controller-webhook-tls
+          items:
+          - {key: tls.crt, path: tls.crt}
+          - {key: tls.key, path: tls.key}
+      {{- end }}
 ---
 apiVersion: policy/v1
 kind: PodDisruptionBudget

@@ -3,10 +3,13 @@
 //!
 //! Environment: `POD_NAMESPACE` and `POD_NAME` (the Lease and this replica's identity),
 //! `LEADER_ELECTION` (default `true`), `HEALTH_ADDR` (probes and `/metrics`, default
-//! `127.0.0.1:8080`, reached through kube-rbac-proxy), `LOG_LEVEL`.
+//! `127.0.0.1:8080`, reached through kube-rbac-proxy), `LOG_LEVEL`, `WEBHOOK_CERT_DIR` (a
+//! directory with `tls.crt` and `tls.key`: when set, every replica serves the admission webhook
+//! that gates GPU Pods for best fit) and `WEBHOOK_ADDR` (default `0.0.0.0:9443`).
 
 use std::sync::Arc;
 
+use allocation_gate::webhook::{self, WebhookConfig};
 use claim_allocation::controller::run;
 use claim_allocation::metrics::Metrics;
 use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_termination};
@@ -33,6 +36,15 @@ async fn main() -> anyhow::Result<()> {
     HealthServer::start_with_metrics(addr, readiness.clone(), Some(Arc::new(registry)), shutdown.clone()).await?;
     let client = kube::Client::try_default().await?;
     tokio::spawn(wait_for_termination(shutdown.clone()));
+    let cert_dir = env("WEBHOOK_CERT_DIR", "");
+    if !cert_dir.is_empty() {
+        let config = WebhookConfig {
+            addr: env("WEBHOOK_ADDR", "0.0.0.0:9443").parse()?,
+            cert_file: std::path::Path::new(&cert_dir).join("tls.crt"),
+            key_file: std::path::Path::new(&cert_dir).join("tls.key"),
+        };
+        webhook::start(client.clone(), config, shutdown.clone()).await?;
+    }
     let election = LeaderElection::from_env(client.clone(), "gpu-dra-controller", &identity).await?;
     run(client, metrics, election, readiness, shutdown).await
 }

@@ -145,9 +145,11 @@ fn secrets_from(patch: &Value) -> Value {
     let b64 = |v: &Value| base64::engine::general_purpose::STANDARD.encode(v.as_str().unwrap());
     let ca = patched(patch, "/gpu/internal/rootCA");
     let leaf = patched(patch, "/gpu/internal/metrics/cert");
+    let webhook = patched(patch, "/gpu/internal/admissionWebhook/cert");
     json!([{"binding": "beforeHelm", "snapshots": {"secrets": [
         {"filterResult": {"name": "gpu-root-ca", "ca": null, "crt": b64(&ca["crt"]), "key": b64(&ca["key"])}},
-        {"filterResult": {"name": "gpu-metrics-tls", "ca": b64(&leaf["ca"]), "crt": b64(&leaf["crt"]), "key": b64(&leaf["key"])}}
+        {"filterResult": {"name": "gpu-metrics-tls", "ca": b64(&leaf["ca"]), "crt": b64(&leaf["crt"]), "key": b64(&leaf["key"])}},
+        {"filterResult": {"name": "gpu-dra-controller-webhook-tls", "ca": b64(&webhook["ca"]), "crt": b64(&webhook["crt"]), "key": b64(&webhook["key"])}}
     ]}}])
 }
 
@@ -163,6 +165,9 @@ fn tls_certificates_are_kept_from_their_secrets_and_renewed_when_names_change() 
     let leaf = patched(&first, "/gpu/internal/metrics/cert");
     assert!(ca["crt"].as_str().unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
     assert_eq!(leaf["ca"], ca["crt"]);
+    let webhook = patched(&first, "/gpu/internal/admissionWebhook/cert");
+    assert_eq!(webhook["ca"], ca["crt"]);
+    assert_ne!(webhook["crt"], leaf["crt"], "the webhook has a certificate of its own");
 
     let second = run_hook(TLS_CERTIFICATES, &secrets_from(&first), &values);
     assert_eq!(second, first, "a current CA and certificate are kept as they are");
@@ -174,5 +179,10 @@ fn tls_certificates_are_kept_from_their_secrets_and_renewed_when_names_change() 
         patched(&third, "/gpu/internal/metrics/cert")["crt"],
         leaf["crt"],
         "new names, new certificate"
+    );
+    assert_ne!(
+        patched(&third, "/gpu/internal/admissionWebhook/cert")["crt"],
+        webhook["crt"],
+        "new names, new webhook certificate"
     );
 }

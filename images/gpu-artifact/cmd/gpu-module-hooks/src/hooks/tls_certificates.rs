@@ -1,5 +1,6 @@
-//! tls-certificates: the module's root CA and the serving certificate of every kube-rbac-proxy
-//! sidecar, into `internal.rootCA` and `internal.metrics.cert`. What the Secrets rendered from them
+//! tls-certificates: the module's root CA, the serving certificate of every kube-rbac-proxy
+//! sidecar and that of gpu-dra-controller's admission webhook, into `internal.rootCA`,
+//! `internal.metrics.cert` and `internal.admissionWebhook.cert`. What the Secrets rendered from them
 //! hold is kept across runs; a certificate is made anew when it is missing, does not parse, nears its
 //! expiry, names other hosts than wanted (e.g. the cluster domain changed), or when the CA is new.
 
@@ -14,17 +15,43 @@ use crate::protocol::{HookConfig, HookInput, HookMetadata, HookOutput, QUEUE, sn
 const BINDING: &str = "secrets";
 pub const ROOT_CA_SECRET: &str = "gpu-root-ca";
 pub const METRICS_SECRET: &str = "gpu-metrics-tls";
+pub const WEBHOOK_SECRET: &str = "gpu-dra-controller-webhook-tls";
 const JQ_FILTER: &str =
     r#"{"name": .metadata.name, "ca": .data."ca.crt", "crt": .data."tls.crt", "key": .data."tls.key"}"#;
 /// The Services whose names clients use to reach a kube-rbac-proxy.
 const SERVICES: [&str; 1] = ["gpu-controller-metrics"];
+/// The Service the API server calls the admission webhook by.
+pub const WEBHOOK_SERVICE: &str = "gpu-dra-controller-webhook";
+
+/// A serving certificate the hook keeps: its Secret, common name, Services and values path.
+struct Leaf {
+    secret: &'static str,
+    common_name: &'static str,
+    services: &'static [&'static str],
+    value: &'static str,
+}
+
+const LEAVES: [Leaf; 2] = [
+    Leaf {
+        secret: METRICS_SECRET,
+        common_name: "gpu-metrics",
+        services: &SERVICES,
+        value: "internal/metrics/cert",
+    },
+    Leaf {
+        secret: WEBHOOK_SECRET,
+        common_name: WEBHOOK_SERVICE,
+        services: &[WEBHOOK_SERVICE],
+        value: "internal/admissionWebhook/cert",
+    },
+];
 
 pub fn config() -> HookConfig {
     let mut secrets = snapshot_binding(BINDING, "v1", "Secret", JQ_FILTER, false);
     if let Some(binding) = secrets.as_object_mut() {
         binding.insert(
             "nameSelector".into(),
-            json!({"matchNames": [ROOT_CA_SECRET, METRICS_SECRET]}),
+            json!({"matchNames": [ROOT_CA_SECRET, METRICS_SECRET, WEBHOOK_SECRET]}),
         );
         binding.insert("namespace".into(), json!({"nameSelector": {"matchNames": ["d8-gpu"]}}));
     }
@@ -42,11 +69,11 @@ pub fn config() -> HookConfig {
     }
 }
 
-/// The hosts the serving certificate names, for `cluster_domain`.
-pub fn wanted_hosts(cluster_domain: &str) -> Vec<String> {
+/// Loopback and every name of `services` in d8-gpu, for `cluster_domain`.
+fn service_hosts(services: &[&str], cluster_domain: &str) -> Vec<String> {
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
-    for service in SERVICES {
-        hosts.push(service.to_owned());
+    for service in services {
+        hosts.push((*service).to_owned());
         hosts.push(format!("{service}.d8-gpu"));
         hosts.push(format!("{service}.d8-gpu.svc"));
         hosts.push(format!("{service}.d8-gpu.svc.{cluster_domain}"));
@@ -60,24 +87,21 @@ pub fn run(input: &HookInput) -> anyhow::Result<HookOutput> {
         .value("/global/discovery/clusterDomain")
         .and_then(Value::as_str)
         .unwrap_or("cluster.local");
-    let hosts = wanted_hosts(cluster_domain);
     let stored_ca = stored(input, ROOT_CA_SECRET);
-    let stored_leaf = stored(input, METRICS_SECRET);
-
     let ca = match stored_ca {
         Some((pair, _)) if ca_is_current(&pair, now) => pair,
         _ => new_root_ca("d8-gpu-root-ca", now)?,
     };
-    let leaf = match stored_leaf {
-        Some((pair, issued_by)) if issued_by == ca.crt && leaf_is_current(&pair, &ca, &hosts, now) => pair,
-        _ => new_serving_certificate(&ca, "gpu-metrics", &hosts, now)?,
-    };
     let mut output = HookOutput::default();
     output.set_value("internal/rootCA", json!({"crt": ca.crt, "key": ca.key}));
-    output.set_value(
-        "internal/metrics/cert",
-        json!({"ca": ca.crt, "crt": leaf.crt, "key": leaf.key}),
-    );
+    for wanted in &LEAVES {
+        let hosts = service_hosts(wanted.services, cluster_domain);
+        let leaf = match stored(input, wanted.secret) {
+            Some((pair, issued_by)) if issued_by == ca.crt && leaf_is_current(&pair, &ca, &hosts, now) => pair,
+            _ => new_serving_certificate(&ca, wanted.common_name, &hosts, now)?,
+        };
+        output.set_value(wanted.value, json!({"ca": ca.crt, "crt": leaf.crt, "key": leaf.key}));
+    }
     Ok(output)
 }
 

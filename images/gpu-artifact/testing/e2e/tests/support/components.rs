@@ -133,6 +133,7 @@ pub fn dra_controller_rules() -> Vec<PolicyRule> {
             &["resourceslices", "deviceclasses"],
             &["get", "list", "watch"],
         ),
+        rule("resource.k8s.io", &["resourceclaimtemplates"], &["get"]),
         rule("", &["pods"], &["get", "list", "watch", "patch"]),
         rule("", &["nodes"], &["get", "list", "watch"]),
         rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
