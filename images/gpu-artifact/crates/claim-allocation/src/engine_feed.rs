@@ -6,7 +6,8 @@
 //! Our own writes reach the engine before the watch brings them back (so the next claim never
 //! gets the same devices). Until the watch shows the claim at the resourceVersion we wrote, older
 //! events of that claim are stale and skipped, as the kube-scheduler's assume cache does (it also
-//! compares resourceVersions as numbers).
+//! compares resourceVersions as numbers). The watch may also bring a write back before the writer
+//! hears of it: then there is nothing to wait for, and the engine keeps what the watch gave it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -23,6 +24,8 @@ pub struct EngineFeed {
     claims: Relist,
     /// Claims we wrote, by id, with the resourceVersion the API server gave our write.
     written: HashMap<String, u64>,
+    /// Per claim id, the highest resourceVersion the watch has brought.
+    watched: HashMap<String, u64>,
 }
 
 /// The names known of one kind, and the names of a list in progress.
@@ -108,9 +111,14 @@ impl EngineFeed {
         let changes = self.claims.follow(event, claim_id);
         for id in &changes.remove {
             self.written.remove(id);
+            self.watched.remove(id);
             self.engine.remove_claim(id);
         }
         for claim in &changes.apply {
+            if let Some(version) = resource_version(claim) {
+                let seen = self.watched.entry(claim_id(claim)).or_default();
+                *seen = (*seen).max(version);
+            }
             if !self.is_stale(claim) {
                 self.engine.apply_claim(claim);
             }
@@ -120,6 +128,14 @@ impl EngineFeed {
     /// Records a claim as the API server returned our write of it.
     pub fn wrote(&mut self, claim: &ResourceClaim) {
         let id = claim_id(claim);
+        let seen = self.watched.get(&id).copied();
+        if let (Some(ours), Some(seen)) = (resource_version(claim), seen)
+            && seen >= ours
+        {
+            // The watch brought this write (or a later change) back first: the engine has it, and
+            // waiting for it would hold the claim until its next change.
+            return;
+        }
         match resource_version(claim) {
             Some(version) => self.written.insert(id.clone(), version),
             None => self.written.remove(&id),

@@ -118,6 +118,38 @@ fn our_write_holds_until_the_watch_catches_up() {
 }
 
 #[test]
+fn a_write_the_watch_brought_back_first_is_not_waited_for() {
+    let mut feed = EngineFeed::default();
+    let n1 = slices("n1", 1);
+    let pending = claim("a", "gpu-physical", 1, 10);
+    initial_lists(&mut feed, &n1, std::slice::from_ref(&pending));
+    let written = allocated(&mut feed, "a", "gpu-physical", 12);
+    // The watch event of our write arrives before the API server's answer to it.
+    feed.claim_event(Event::Apply(written.clone()));
+    feed.wrote(&written);
+    assert!(!feed.awaiting_watch("a"), "nothing more will come to end the wait");
+    let rebuilt_with_a = rebuilt(&n1, &device_classes(), std::slice::from_ref(&written));
+    assert_eq!(feed.engine.state(), rebuilt_with_a.state());
+
+    // The repair case: our deallocation, and then someone else's change, came back first.
+    let mut later = written.clone();
+    later.metadata.resource_version = Some("14".into());
+    later.status = None;
+    feed.claim_event(Event::Apply(later.clone()));
+    let mut deallocated = written.clone();
+    deallocated.metadata.resource_version = Some("13".into());
+    deallocated.status = None;
+    feed.wrote(&deallocated);
+    feed.wrote(&written);
+    assert!(!feed.awaiting_watch("a"));
+    assert_eq!(
+        feed.engine.state(),
+        rebuilt(&n1, &device_classes(), &[later]).state(),
+        "an answer older than the watch does not take the card again"
+    );
+}
+
+#[test]
 fn a_deleted_claim_we_wrote_is_forgotten() {
     let mut feed = EngineFeed::default();
     let n1 = slices("n1", 1);

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod components;
+pub mod dra_controller_run;
 pub mod examples;
 pub mod gated_cluster;
 pub mod gpu_classes;

@@ -1,0 +1,113 @@
+//! gpu-dra-controller as a real process under the RBAC the chart renders for it, and what tests read
+//! back from it: Events about one object (the Pending reasons and repairs it publishes), claims'
+//! allocations, and a PhysicalGPU's DriverReady condition as gpu-controller would report it.
+
+use std::time::Duration;
+
+use gpu_api::PhysicalGPU;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::Api;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use testbed::{ComponentProcess, Progress, TestNamespace, wait_until};
+
+use super::components::{AgentWorkspace, dra_controller_rules, kubeconfig_for, reserve_port, wait_ready};
+
+/// Starts gpu-dra-controller under its RBAC (the chart's rules: `module_rbac` checks they are equal),
+/// its Lease in `ns`, and waits until it is ready; returns the process and its health (and metrics)
+/// port.
+pub async fn start_dra_controller(ns: &TestNamespace, ws: &AgentWorkspace) -> (ComponentProcess, u16) {
+    let kubeconfig = kubeconfig_for(ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
+    let reserved = reserve_port();
+    let port = reserved.number();
+    let env = [
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("POD_NAMESPACE", ns.name().to_owned()),
+        ("POD_NAME", "gpu-dra-controller-0".to_owned()),
+        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
+        ("LOG_LEVEL", "Debug".to_owned()),
+    ];
+    let controller = ComponentProcess::start("gpu-dra-controller", &env, &ws.logs())
+        .unwrap()
+        .holding(reserved);
+    wait_ready(port, &controller).await;
+    (controller, port)
+}
+
+/// Every Event of `ns` with `reason` about the object named `object`.
+pub async fn events_about(ns: &TestNamespace, object: &str, reason: &str) -> kube::Result<Vec<Event>> {
+    let params = ListParams::default().fields(&format!("regarding.name={object}"));
+    let mut events = ns.api::<Event>().list(&params).await?.items;
+    events.retain(|e| e.reason.as_deref() == Some(reason));
+    Ok(events)
+}
+
+/// Waits up to `within` until the only Event with `reason` about `object` has a note that `wanted`
+/// accepts, and returns that Event; on timeout it says what notes it saw last.
+pub async fn event_whose_note(
+    ns: &TestNamespace,
+    object: &str,
+    reason: &str,
+    within: Duration,
+    wanted: impl Fn(&str) -> bool,
+) -> Event {
+    wait_until(&format!("the {reason} Event on {object}"), within, || async {
+        let events = events_about(ns, object, reason).await?;
+        let notes: Vec<&str> = events.iter().map(|e| e.note.as_deref().unwrap_or("")).collect();
+        Ok(match events.as_slice() {
+            [one] if wanted(notes[0]) => Progress::Done(one.clone()),
+            _ => Progress::Pending(format!("{} Events: {notes:?}", events.len())),
+        })
+    })
+    .await
+    .unwrap()
+}
+
+/// Waits until `wanted` accepts the stored claim `name`, which it returns; on timeout it says what
+/// allocation the claim had last.
+pub async fn claim_when(
+    claims: &Api<ResourceClaim>,
+    name: &str,
+    what: &str,
+    wanted: impl Fn(&ResourceClaim) -> bool,
+) -> ResourceClaim {
+    wait_until(&format!("claim {name} {what}"), Duration::from_secs(30), || async {
+        let claim = claims.get(name).await?;
+        Ok(if wanted(&claim) {
+            Progress::Done(claim)
+        } else {
+            let allocation = claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+            Progress::Pending(format!("allocation {:?}", allocation.map(|a| &a.devices)))
+        })
+    })
+    .await
+    .unwrap()
+}
+
+/// Creates the PhysicalGPU `name` of `node` whose DriverReady condition is `ready` ("True"/"False"),
+/// or sets that condition on it, as gpu-controller reports it.
+pub async fn physical_gpu_driver_ready(ns: &TestNamespace, name: &str, node: &str, ready: &str) {
+    let gpus = Api::<PhysicalGPU>::all(ns.client());
+    if gpus.get_opt(name).await.unwrap().is_none() {
+        let gpu: PhysicalGPU = serde_json::from_value(json!({
+            "apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "PhysicalGPU",
+            "metadata": {"name": name, "labels": ns.owner_labels()}, "spec": {},
+        }))
+        .unwrap();
+        gpus.create(&PostParams::default(), &gpu).await.unwrap();
+    }
+    let reason = if ready == "True" {
+        "Validated"
+    } else {
+        "ValidatorNotReady"
+    };
+    let status = json!({"status": {
+        "nodeInfo": {"nodeName": node},
+        "conditions": [{"type": "DriverReady", "status": ready, "reason": reason,
+            "message": "set by the test as gpu-controller would", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+    }});
+    gpus.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+}
