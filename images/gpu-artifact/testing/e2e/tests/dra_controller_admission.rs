@@ -1,0 +1,198 @@
+//! The allocation gate at admission (issue 16 item 3), on the real control plane: gpu-dra-controller
+//! runs as a real process under its RBAC and serves its mutating webhook over TLS on loopback, the
+//! real API server calls it. A Pod with an ordinary template claim of our class gets the gate
+//! `gpu.deckhouse.io/allocation`, is allocated best fit by the controller and bound by the real
+//! scheduler; a Pod of a class that opts out (`gpu.deckhouse.io/best-fit: "false"`) gets no gate;
+//! with the controller stopped the webhook fails open and a Pod of our class still schedules, and
+//! gpu-controller lifts the gate of a gated Pod that no one allocates within 30 s (with an Event).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
+use kube::api::{DeleteParams, ListParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use support::components::*;
+use support::*;
+use testbed::{ComponentProcess, Progress, ReadyNode, TestNamespace, wait_until};
+
+const GATE: &str = "gpu.deckhouse.io/allocation";
+
+/// A self-signed certificate for 127.0.0.1 in `dir` (tls.crt, tls.key), and its PEM base64-encoded.
+fn loopback_certificate(dir: &Path) -> String {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "tls.key",
+        "-out",
+        "tls.crt",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+    ]);
+    run(&["base64", "-A", "-in", "tls.crt"])
+}
+
+fn webhook(ns: &TestNamespace, port: u16, ca_bundle: &str) -> MutatingWebhookConfiguration {
+    serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": ns.unique("allocation-gate"), "labels": ns.owner_labels()},
+        "webhooks": [{
+            "name": "allocation-gate.gpu.deckhouse.io", "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": format!("https://127.0.0.1:{port}/mutate-pods"), "caBundle": ca_bundle},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                       "resources": ["pods"], "scope": "Namespaced"}],
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns.name()}},
+            "failurePolicy": "Ignore", "sideEffects": "None", "timeoutSeconds": 3}]
+    }))
+    .unwrap()
+}
+
+fn gates(pod: &Pod) -> Vec<String> {
+    let gates = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.clone())
+        .unwrap_or_default();
+    gates.into_iter().map(|g| g.name).collect()
+}
+
+async fn template_pod(ns: &TestNamespace, name: &str, node: &str, class: &str) -> Pod {
+    let template: ResourceClaimTemplate = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": name},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class}}]}}}}))
+    .unwrap();
+    create(&ns.api::<ResourceClaimTemplate>(), &template).await;
+    let uses = json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": name}]});
+    create(
+        &ns.api::<Pod>(),
+        &pod(name, node, json!({"claims": [{"name": "gpu"}]}), uses),
+    )
+    .await
+}
+
+/// The devices of the claim made for the bound Pod, and who wrote its allocation.
+async fn claim_of(ns: &TestNamespace, bound: &Pod) -> (Vec<(String, String)>, Vec<String>) {
+    let statuses = bound.status.clone().unwrap().resource_claim_statuses.unwrap();
+    let name = statuses[0].resource_claim_name.clone().unwrap();
+    let claim = ns.api::<ResourceClaim>().get(&name).await.unwrap();
+    let writers = claim
+        .managed_fields()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    (allocated_devices(&claim), writers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gpu_pods_get_the_gate_at_admission_and_schedule_without_the_controller() {
+    let ns = TestNamespace::create("dra-admission").await.unwrap();
+    let node = ReadyNode::register(&ns, "a30", BTreeMap::new()).await.unwrap();
+    let client = ns.client();
+    // The big partitions come first in the slice: the scheduler's first fit takes 4g.24gb, best
+    // fit takes a 1g.6gb.
+    let set = "pgpu-0000-01-00-0";
+    let counters = json!([{"name": set, "counters": {"memory": {"value": "24Gi"}}}]);
+    let devices = json!([
+        device("gpu0-mig-4g24gb-0", "MIG", Some((set, "24Gi"))),
+        device("gpu0-mig-1g6gb-0", "MIG", Some((set, "6Gi"))),
+        device("gpu0-mig-1g6gb-1", "MIG", Some((set, "6Gi"))),
+    ]);
+    publish_card(&ns, node.name(), counters, devices).await;
+    let classes = Api::<DeviceClass>::all(client.clone());
+    let cel = r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "MIG""#;
+    let best_fit = create(&classes, &device_class(&ns, "mig", cel, None)).await.name_any();
+    let mut opted_out = device_class(&ns, "mig-first-fit", cel, None);
+    opted_out
+        .annotations_mut()
+        .insert("gpu.deckhouse.io/best-fit".into(), "false".into());
+    let first_fit = create(&classes, &opted_out).await.name_any();
+
+    let ws = AgentWorkspace::new();
+    let ca_bundle = loopback_certificate(ws.dir.path());
+    let kubeconfig = kubeconfig_for(&ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
+    let (health, admission) = (reserve_port(), reserve_port());
+    let (health_port, admission_port) = (health.number(), admission.number());
+    let env = [
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("POD_NAMESPACE", ns.name().to_owned()),
+        ("POD_NAME", "gpu-dra-controller-0".to_owned()),
+        ("HEALTH_ADDR", format!("127.0.0.1:{health_port}")),
+        ("WEBHOOK_ADDR", format!("127.0.0.1:{admission_port}")),
+        ("WEBHOOK_CERT_DIR", ws.dir.path().display().to_string()),
+        ("LOG_LEVEL", "Debug".to_owned()),
+    ];
+    let controller = ComponentProcess::start("gpu-dra-controller", &env, &ws.logs())
+        .unwrap()
+        .holding(health)
+        .holding(admission);
+    wait_ready(health_port, &controller).await;
+    let webhooks = Api::<MutatingWebhookConfiguration>::all(client.clone());
+    let config = create(&webhooks, &webhook(&ns, admission_port, &ca_bundle)).await;
+
+    // 1. Our class: gated at admission, allocated best fit by the controller, bound by the scheduler.
+    let created = template_pod(&ns, "best-fit", node.name(), &best_fit).await;
+    assert_eq!(gates(&created), [GATE], "the webhook added the gate");
+    let bound = bound_pod(&ns, "best-fit").await;
+    assert!(gates(&bound).is_empty(), "the controller lifted the gate");
+    let (devices, writers) = claim_of(&ns, &bound).await;
+    let pool = format!("gpus/{}", node.name());
+    assert_eq!(devices, [(pool.clone(), "gpu0-mig-1g6gb-0".to_owned())], "best fit");
+    assert!(writers.contains(&"gpu-dra-controller".to_owned()), "{writers:?}");
+
+    // 2. A class that opts out: no gate, the scheduler alone allocates.
+    let created = template_pod(&ns, "first-fit", node.name(), &first_fit).await;
+    assert!(
+        gates(&created).is_empty(),
+        "no gate for an opted-out class: {:?}",
+        gates(&created)
+    );
+    let bound = bound_pod(&ns, "first-fit").await;
+    let (devices, writers) = claim_of(&ns, &bound).await;
+    assert_eq!(devices, [(pool.clone(), "gpu0-mig-1g6gb-1".to_owned())]);
+    assert!(!writers.contains(&"gpu-dra-controller".to_owned()), "{writers:?}");
+
+    // 3. Fail open: with gpu-dra-controller stopped the webhook does not answer, and a Pod of our
+    // class is admitted without the gate and scheduled.
+    drop(controller);
+    ns.api::<Pod>()
+        .delete("first-fit", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    let created = template_pod(&ns, "no-controller", node.name(), &best_fit).await;
+    assert!(gates(&created).is_empty(), "fail open: {:?}", gates(&created));
+    bound_pod(&ns, "no-controller").await;
+    webhooks
+        .delete(&config.name_any(), &DeleteParams::default())
+        .await
+        .unwrap();
+}
