@@ -107,7 +107,7 @@ pub async fn run(
         // Where a gated Pod may run; a Node's status changes often and wakes no round.
         nodes: watch(Api::all(client.clone()), Arc::new(Notify::new()), None, lean_node),
     };
-    let node_facts = NodeFactStores::watch(&client);
+    let node_facts = NodeFactStores::watch(&client, trigger.clone());
     tokio::select! {
         synced = async {
             stores.claims.wait_until_ready().await?;

@@ -2,9 +2,10 @@
 //! labelled `gpu.deckhouse.io/allow-mig=false` (a metadata-only watch with that label selector),
 //! and per PhysicalGPU only its node and DriverReady condition (the rest is dropped before it is
 //! stored). Neither is needed to allocate: a watch that cannot start (no permission) only leaves
-//! those reasons out.
+//! those reasons out. When the facts change (a node's label, a card's DriverReady), a round runs,
+//! so a Pending claim's reason is updated even when no claim, slice or class changed.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use gpu_api::{NodeInfo, PhysicalGPU, PhysicalGPUStatus};
@@ -13,12 +14,14 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
+use tokio::sync::Notify;
 
 use crate::pending_reason::{ALLOW_MIG_LABEL, NodeFacts};
 
 /// The condition a card's driver readiness is reported in.
 const DRIVER_READY: &str = "DriverReady";
 
+#[derive(Clone)]
 pub struct NodeFactStores {
     mig_off: Store<PartialObjectMeta<Node>>,
     gpus: Store<PhysicalGPU>,
@@ -71,22 +74,62 @@ pub fn facts(mig_off: impl IntoIterator<Item = String>, gpus: &[Arc<PhysicalGPU>
     facts
 }
 
+/// The facts last seen, to tell a change from an event that changed nothing of them.
+#[derive(Default)]
+pub struct LastFacts(Option<NodeFacts>);
+
+impl LastFacts {
+    /// Records `now`; true when it differs from what was seen before.
+    pub fn changed(&mut self, now: NodeFacts) -> bool {
+        let changed = self.0.as_ref() != Some(&now);
+        self.0 = Some(now);
+        changed
+    }
+}
+
+/// Wakes a round when an event changed the facts.
+#[derive(Clone)]
+struct OnChange {
+    stores: NodeFactStores,
+    last: Arc<Mutex<LastFacts>>,
+    trigger: Arc<Notify>,
+}
+
+impl OnChange {
+    fn seen<K>(&self, event: &watcher::Event<K>) {
+        // A list in progress is judged once complete (each object would cost a pass over all).
+        if matches!(event, watcher::Event::Init | watcher::Event::InitApply(_)) {
+            return;
+        }
+        let facts = self.stores.facts();
+        if self.last.lock().unwrap_or_else(|p| p.into_inner()).changed(facts) {
+            self.trigger.notify_one();
+        }
+    }
+}
+
 impl NodeFactStores {
-    /// Starts both watches.
-    pub fn watch(client: &Client) -> NodeFactStores {
-        let (mig_off, writer) = reflector::store();
+    /// Starts both watches; `trigger` is notified when the facts change.
+    pub fn watch(client: &Client, trigger: Arc<Notify>) -> NodeFactStores {
+        let (mig_off, nodes_writer) = reflector::store();
+        let (gpus, gpus_writer) = reflector::store();
+        let stores = NodeFactStores { mig_off, gpus };
+        let on_change = OnChange {
+            stores: stores.clone(),
+            last: Arc::default(),
+            trigger,
+        };
         let config = watcher::Config::default().labels(&format!("{ALLOW_MIG_LABEL}=false"));
         let nodes = watcher(Api::<PartialObjectMeta<Node>>::all(client.clone()), config)
             .backoff(controller_plumbing::WatchBackoff::default())
-            .reflect(writer);
-        tokio::spawn(drain(nodes, "nodes with allow-mig=false"));
-        let (gpus, writer) = reflector::store();
+            .reflect(nodes_writer);
+        tokio::spawn(drain(nodes, "nodes with allow-mig=false", on_change.clone()));
         let cards = watcher(Api::<PhysicalGPU>::all(client.clone()), watcher::Config::default())
             .backoff(controller_plumbing::WatchBackoff::default())
             .modify(trimmed)
-            .reflect(writer);
-        tokio::spawn(drain(cards, "PhysicalGPUs"));
-        NodeFactStores { mig_off, gpus }
+            .reflect(gpus_writer);
+        tokio::spawn(drain(cards, "PhysicalGPUs", on_change));
+        stores
     }
 
     pub fn facts(&self) -> NodeFacts {
@@ -100,14 +143,15 @@ impl NodeFactStores {
     }
 }
 
-async fn drain<S, T>(stream: S, what: &'static str)
+async fn drain<S, K>(stream: S, what: &'static str, on_change: OnChange)
 where
-    S: futures::Stream<Item = Result<T, watcher::Error>>,
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
 {
     stream
         .for_each(|event| {
-            if let Err(error) = event {
-                tracing::warn!(%error, what, "watch error (Pending reasons leave this out)");
+            match event {
+                Ok(event) => on_change.seen(&event),
+                Err(error) => tracing::warn!(%error, what, "watch error (Pending reasons leave this out)"),
             }
             futures::future::ready(())
         })
@@ -140,6 +184,18 @@ mod tests {
                 {"type": "DriverReady", "status": "False", "reason": "r", "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}]})
         );
         assert_eq!(kept["metadata"], json!({"name": "w1-10"}));
+    }
+
+    #[test]
+    fn a_round_is_woken_only_when_the_facts_change() {
+        let mut last = LastFacts::default();
+        let off = facts(["w9".to_owned()], &[]);
+        assert!(last.changed(NodeFacts::default()), "the first facts are news");
+        assert!(!last.changed(NodeFacts::default()));
+        assert!(last.changed(off.clone()), "a node's MIG went off");
+        assert!(!last.changed(off), "an event that changed nothing of the facts");
+        let not_ready = facts([], &[Arc::new(gpu("w1-10", "w1", "False"))]);
+        assert!(last.changed(not_ready), "a card is no longer DriverReady");
     }
 
     #[test]

@@ -24,9 +24,9 @@ use support::dra_controller_run::*;
 use support::*;
 use testbed::{ReadyNode, TestNamespace};
 
-/// A Pending reason is explained at most every 30 s per claim; a change shows within two intervals.
-const REASON_CHANGE: Duration = Duration::from_secs(75);
-const FIRST_REASON: Duration = Duration::from_secs(30);
+/// A Pending reason is explained at most every 30 s per claim, so a note is complete (or changed)
+/// within two intervals: the first explanation may come before the controller saw the last object.
+const WITHIN_TWO_EXPLANATIONS: Duration = Duration::from_secs(75);
 
 fn claim(name: &str, class: &str, count: Option<i64>) -> ResourceClaim {
     let mut exactly = json!({"deviceClassName": class});
@@ -104,7 +104,7 @@ async fn pending_claims_say_why_node_by_node() {
     let holder = format!("{}/holder", ns.name());
     let mig_off = format!("no device of class {mig} (MIG is off on this node: gpu.deckhouse.io/allow-mig=false)");
     let not_ready = format!("offers no devices, its GPUs are not DriverReady ({notready_gpu})");
-    let first = event_whose_note(&ns, "mig-waits", "CannotAllocate", FIRST_REASON, |note| {
+    let first = event_whose_note(&ns, "mig-waits", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         has(note, card.name(), &format!("counters taken by {holder}"))
             && has(note, migoff.name(), &mig_off)
             && has(note, &notready, &not_ready)
@@ -113,7 +113,7 @@ async fn pending_claims_say_why_node_by_node() {
 
     // No device of the class on any node.
     create(&claims, &claim("no-device", &vgpu, None)).await;
-    event_whose_note(&ns, "no-device", "CannotAllocate", FIRST_REASON, |note| {
+    event_whose_note(&ns, "no-device", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         let none = format!("request gpu: no device of class {vgpu}");
         has(note, card.name(), &none) && has(note, migoff.name(), &none) && !note.contains("MIG is off")
     })
@@ -121,7 +121,7 @@ async fn pending_claims_say_why_node_by_node() {
 
     // A count larger than any node can give.
     create(&claims, &claim("three-cards", &physical, Some(3))).await;
-    event_whose_note(&ns, "three-cards", "CannotAllocate", FIRST_REASON, |note| {
+    event_whose_note(&ns, "three-cards", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         note.contains("request gpu asks for 3 devices, more than any node can give (at most 1 match on one node)")
             && has(note, migoff.name(), "asks for 3 devices, the node has 1 that match")
     })
@@ -129,7 +129,7 @@ async fn pending_claims_say_why_node_by_node() {
 
     // The class's CEL error.
     create(&claims, &claim("broken-class", &broken, None)).await;
-    event_whose_note(&ns, "broken-class", "CannotAllocate", FIRST_REASON, |note| {
+    event_whose_note(&ns, "broken-class", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         note.contains(&format!("class {broken}: selector #0")) && note.contains("noSuchAttribute")
     })
     .await;
@@ -142,7 +142,7 @@ async fn pending_claims_say_why_node_by_node() {
     };
     gated.spec.as_mut().unwrap().scheduling_gates = Some(vec![gate]);
     create(&ns.api::<Pod>(), &gated).await;
-    let pod_event = event_whose_note(&ns, "gated", "CannotAllocate", FIRST_REASON, |note| {
+    let pod_event = event_whose_note(&ns, "gated", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         note.starts_with("claim gated-gpu-") && has(note, card.name(), &format!("counters taken by {holder}"))
     })
     .await;
@@ -153,7 +153,7 @@ async fn pending_claims_say_why_node_by_node() {
 
     // The reason changes (the card on `notready` became DriverReady): the same Event, a new note.
     physical_gpu_driver_ready(&ns, &notready_gpu, &notready, "True").await;
-    let changed = event_whose_note(&ns, "mig-waits", "CannotAllocate", REASON_CHANGE, |note| {
+    let changed = event_whose_note(&ns, "mig-waits", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         !note.contains(&notready) && has(note, card.name(), &format!("counters taken by {holder}"))
     })
     .await;
