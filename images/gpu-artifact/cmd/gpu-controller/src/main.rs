@@ -6,12 +6,15 @@
 //! `app=gpu-driver-validator`), `GPUCLASS_SELECTOR` (a label selector limiting the GPUClasses
 //! reconciled, default every one; for tests that share a cluster), `POD_NAMESPACE` and `POD_NAME`
 //! (the Lease and this replica's identity), `LEADER_ELECTION` (default `true`), `HEALTH_ADDR`
-//! (probes and `/metrics`, default `0.0.0.0:8080`; the chart binds loopback behind kube-rbac-proxy).
+//! (probes and `/metrics`, default `0.0.0.0:8080`; the chart binds loopback behind kube-rbac-proxy),
+//! `ALLOCATION_GATE_TIMEOUT` (seconds a Pod may wait behind the allocation gate before it is
+//! lifted, default 30; `0` turns the lifter off).
 
 use std::sync::Arc;
 
+use allocation_gate::gate_lifter::{self, DEFAULT_LIFT_AFTER};
 use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_termination};
-use controller_plumbing::LeaderElection;
+use controller_plumbing::{EventPublisher, LeaderElection, while_leading};
 use driver_readiness::controller::ValidatorSelector;
 use driver_readiness::inventory_metrics;
 use gpu_class_controller::{GpuClassControllerConfig, class_metrics};
@@ -62,6 +65,20 @@ async fn main() -> anyhow::Result<()> {
         shutdown.clone(),
     ));
     let election = LeaderElection::from_env(client.clone(), "gpu-controller", &identity).await?;
+    let lift_after = match std::env::var("ALLOCATION_GATE_TIMEOUT").ok().filter(|v| !v.is_empty()) {
+        Some(seconds) => std::time::Duration::from_secs(seconds.parse()?),
+        None => DEFAULT_LIFT_AFTER,
+    };
+    if !lift_after.is_zero() {
+        let events = EventPublisher::new(client.clone(), "gpu-controller", Some(identity.clone()));
+        let (client, shutdown_lifter) = (client.clone(), shutdown.clone());
+        tokio::spawn(while_leading(
+            election.clone(),
+            shutdown.clone(),
+            "allocation gate lifter",
+            move || gate_lifter::run(client.clone(), lift_after, events.clone(), shutdown_lifter.clone()),
+        ));
+    }
     tokio::join!(
         driver_readiness::controller::run(client.clone(), selector, election.clone(), shutdown.clone()),
         gpu_class_controller::run(client, classes, election, shutdown),

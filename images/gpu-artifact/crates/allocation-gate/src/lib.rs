@@ -5,8 +5,10 @@
 //! - [`gate_classes`]: which DeviceClasses gate (ours, not opted out by the annotation
 //!   `gpu.deckhouse.io/best-fit: "false"`), and the extended resources that name them;
 //! - [`pod_gate`]: whether a Pod gets the gate, and the JSONPatch (pure);
-//! - [`webhook`]: the HTTPS mutating admission webhook gpu-dra-controller serves.
+//! - [`webhook`]: the HTTPS mutating admission webhook gpu-dra-controller serves;
+//! - [`gate_lifter`]: fail open, the gate of a Pod that waits too long is lifted (gpu-controller).
 
 pub mod gate_classes;
+pub mod gate_lifter;
 pub mod pod_gate;
 pub mod webhook;

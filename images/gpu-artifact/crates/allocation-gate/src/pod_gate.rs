@@ -8,6 +8,7 @@ use k8s_openapi::api::resource::v1::DeviceClaim;
 use serde_json::json;
 
 use crate::gate_classes::GateClasses;
+use crate::gate_lifter::GATED_LABEL;
 
 /// Where a Pod's claim comes from: a ResourceClaim it names, or a template a claim is made from.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -110,13 +111,21 @@ pub fn decide(pod: &Pod, namespace: &str, classes: &GateClasses, sources: &[Reso
     GateDecision::Leave("no claim or extended resource of a best-fit class of gpu.deckhouse.io".into())
 }
 
-/// The JSONPatch (RFC 6902) that appends the gate to the Pod's scheduling gates.
+/// The JSONPatch (RFC 6902) that appends the gate to the Pod's scheduling gates and labels the
+/// Pod [`GATED_LABEL`] (so that the gate lifter lists only gated Pods).
 pub fn gate_patch(pod: &Pod) -> serde_json::Value {
     let gate = json!({"name": SCHEDULING_GATE});
-    match pod.spec.as_ref().and_then(|s| s.scheduling_gates.as_ref()) {
-        Some(_) => json!([{"op": "add", "path": "/spec/schedulingGates/-", "value": gate}]),
-        None => json!([{"op": "add", "path": "/spec/schedulingGates", "value": [gate]}]),
-    }
+    let gates = match pod.spec.as_ref().and_then(|s| s.scheduling_gates.as_ref()) {
+        Some(_) => json!({"op": "add", "path": "/spec/schedulingGates/-", "value": gate}),
+        None => json!({"op": "add", "path": "/spec/schedulingGates", "value": [gate]}),
+    };
+    let label = match &pod.metadata.labels {
+        Some(_) => {
+            json!({"op": "add", "path": format!("/metadata/labels/{}", GATED_LABEL.replace('/', "~1")), "value": "true"})
+        }
+        None => json!({"op": "add", "path": "/metadata/labels", "value": {GATED_LABEL: "true"}}),
+    };
+    json!([gates, label])
 }
 
 #[cfg(test)]

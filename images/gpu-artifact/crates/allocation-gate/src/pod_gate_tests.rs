@@ -139,21 +139,26 @@ fn exempt_bound_and_already_gated_pods_are_left_alone() {
 }
 
 #[test]
-fn the_patch_adds_the_gate_beside_other_gates() {
-    let gate = json!({"name": "gpu.deckhouse.io/allocation"});
+fn the_patch_adds_the_gate_beside_other_gates_and_labels_the_pod() {
+    let applied = |pod: &Pod| {
+        let mut applied = serde_json::to_value(pod).unwrap();
+        let patch: json_patch::Patch = serde_json::from_value(gate_patch(pod)).unwrap();
+        json_patch::patch(&mut applied, &patch).unwrap();
+        applied
+    };
+    let bare = applied(&claims_pod());
     assert_eq!(
-        gate_patch(&claims_pod()),
-        json!([{"op": "add", "path": "/spec/schedulingGates", "value": [gate.clone()]}])
+        bare["spec"]["schedulingGates"],
+        json!([{"name": "gpu.deckhouse.io/allocation"}])
     );
-    let other = pod(json!({"schedulingGates": [{"name": "example.com/quota"}]}));
     assert_eq!(
-        gate_patch(&other),
-        json!([{"op": "add", "path": "/spec/schedulingGates/-", "value": gate}])
+        bare["metadata"]["labels"],
+        json!({"gpu.deckhouse.io/allocation-gate": "true"})
     );
-    let mut applied = serde_json::to_value(&other).unwrap();
-    let patch: json_patch::Patch = serde_json::from_value(gate_patch(&other)).unwrap();
-    json_patch::patch(&mut applied, &patch).unwrap();
-    let names: Vec<_> = applied["spec"]["schedulingGates"]
+    let mut other = pod(json!({"schedulingGates": [{"name": "example.com/quota"}]}));
+    other.metadata.labels = Some([("app".to_owned(), "x".to_owned())].into());
+    let other = applied(&other);
+    let names: Vec<_> = other["spec"]["schedulingGates"]
         .as_array()
         .unwrap()
         .iter()
@@ -162,5 +167,9 @@ fn the_patch_adds_the_gate_beside_other_gates() {
     assert_eq!(
         names,
         [json!("example.com/quota"), json!("gpu.deckhouse.io/allocation")]
+    );
+    assert_eq!(
+        other["metadata"]["labels"],
+        json!({"app": "x", "gpu.deckhouse.io/allocation-gate": "true"})
     );
 }

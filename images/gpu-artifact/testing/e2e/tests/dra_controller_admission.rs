@@ -195,4 +195,56 @@ async fn gpu_pods_get_the_gate_at_admission_and_schedule_without_the_controller(
         .delete(&config.name_any(), &DeleteParams::default())
         .await
         .unwrap();
+
+    // 4. A Pod gated and labelled as the webhook does, and no gpu-dra-controller to allocate it:
+    // gpu-controller lifts the gate after 30 s and says so; the scheduler binds the Pod.
+    ns.api::<Pod>()
+        .delete("no-controller", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    install_crds(&client).await;
+    let (lifter, _port) = start_controller(&ns, ws.dir.path(), "Debug", true).await;
+    let mut stuck = pod(
+        "stuck",
+        node.name(),
+        json!({"claims": [{"name": "gpu"}]}),
+        json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "best-fit"}],
+               "schedulingGates": [{"name": GATE}]}),
+    );
+    stuck
+        .labels_mut()
+        .insert("gpu.deckhouse.io/allocation-gate".into(), "true".into());
+    create(&ns.api::<Pod>(), &stuck).await;
+    let bound = bound_pod(&ns, "stuck").await;
+    assert!(
+        gates(&bound).is_empty(),
+        "lifted: {:?}\n{}",
+        gates(&bound),
+        lifter.log()
+    );
+    let note = lifted_note(&ns, "stuck").await;
+    assert!(note.contains("did not allocate the Pod's claims within 30s"), "{note}");
+}
+
+/// The note of the AllocationGateLifted Event of a Pod.
+async fn lifted_note(ns: &TestNamespace, pod: &str) -> String {
+    let events = ns.api::<Event>();
+    let selector = format!("regarding.name={pod}");
+    wait_until(
+        &format!("AllocationGateLifted Event of {pod}"),
+        Duration::from_secs(30),
+        || async {
+            let list = events.list(&ListParams::default().fields(&selector)).await?;
+            let lifted = list
+                .items
+                .iter()
+                .find(|e| e.reason.as_deref() == Some("AllocationGateLifted"));
+            Ok(match lifted.and_then(|e| e.note.clone()) {
+                Some(note) => Progress::Done(note),
+                None => Progress::Pending("no Event yet".to_owned()),
+            })
+        },
+    )
+    .await
+    .unwrap()
 }

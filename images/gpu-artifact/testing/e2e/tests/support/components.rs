@@ -78,7 +78,7 @@ pub fn controller_rules() -> Vec<PolicyRule> {
     vec![
         rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
         rule("gpu.deckhouse.io", &["physicalgpus/status"], &["get", "patch"]),
-        rule("", &["pods"], &["get", "list", "watch"]),
+        rule("", &["pods"], &["get", "list", "watch", "patch"]),
         rule("gpu.deckhouse.io", &["gpuclasses"], &["get", "list", "watch"]),
         rule("gpu.deckhouse.io", &["gpuclasses/status"], &["get", "patch"]),
         rule(
