@@ -26,9 +26,9 @@ use crate::fencing::{Fence, NotLeading};
 use crate::lean_objects::{lean_pod, lean_slice, without_managed_fields};
 use crate::metrics::Metrics;
 use crate::node_facts::NodeFactStores;
+use crate::node_watch::watch_nodes;
 use crate::note_events::NoteEvents;
 use crate::pass::{Memory, Round, Snapshot};
-use crate::pod_nodes::lean_node;
 use crate::round_schedule::{NextRound, RoundOutcome, RoundSchedule};
 
 /// Quiet time that ends a burst of watch events: one round per burst.
@@ -104,8 +104,7 @@ pub async fn run(
             without_managed_fields,
         ),
         pods: watch(Api::all(client.clone()), trigger.clone(), None, lean_pod),
-        // Where a gated Pod may run; a Node's status changes often and wakes no round.
-        nodes: watch(Api::all(client.clone()), Arc::new(Notify::new()), None, lean_node),
+        nodes: watch_nodes(&client, trigger.clone()),
     };
     let node_facts = NodeFactStores::watch(&client, trigger.clone());
     tokio::select! {

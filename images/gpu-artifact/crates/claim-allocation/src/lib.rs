@@ -22,6 +22,7 @@ pub mod fencing;
 pub mod lean_objects;
 pub mod metrics;
 pub mod node_facts;
+pub mod node_watch;
 pub mod note_events;
 pub mod pass;
 mod pending_claims;

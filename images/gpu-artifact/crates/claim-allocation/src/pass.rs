@@ -145,7 +145,8 @@ impl Round<'_> {
             }
         }
         for (pod, claim) in &work.unschedulable {
-            self.explain_pending(claim, Some(pod), snapshot, &mut end).await?;
+            self.explain_pending(claim, Some(pod), &Placement::Anywhere, snapshot, &mut end)
+                .await?;
         }
 
         let newly_keys: HashSet<String> = newly.iter().map(claim_key).collect();

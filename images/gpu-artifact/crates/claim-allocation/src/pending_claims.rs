@@ -59,14 +59,14 @@ impl Round<'_> {
         if self.memory.panicked.get(&uid) == Some(&version) {
             return Ok(None);
         }
-        let input = claim.clone();
+        let (input, within) = (claim.clone(), place.clone());
         let attempt = self
             .engine
             .call(move |feed| {
                 if feed.awaiting_watch(&claim_id(&input)) {
                     return Attempt::AwaitingWatch;
                 }
-                let allocated = match &place {
+                let allocated = match &within {
                     Placement::On(node) => feed.engine.allocate(&input, Some(node)),
                     Placement::Among(nodes) => feed.engine.allocate_among(&input, &|name| nodes.contains(name)),
                     Placement::Anywhere => feed.engine.allocate(&input, None),
@@ -81,7 +81,12 @@ impl Round<'_> {
         let why = match attempt {
             Ok(Attempt::Allocated(allocation)) => return Ok(Some(allocation)),
             Ok(Attempt::AwaitingWatch) => return Ok(None),
-            Ok(Attempt::NoFit) => return self.explain_pending(claim, pod, snapshot, end).await.map(|_| None),
+            Ok(Attempt::NoFit) => {
+                return self
+                    .explain_pending(claim, pod, &place, snapshot, end)
+                    .await
+                    .map(|_| None);
+            }
             Ok(Attempt::Invalid(error)) => Unallocated::Invalid(error),
             Err(panic) => self.panicked(claim, panic),
         };
@@ -89,11 +94,12 @@ impl Round<'_> {
         Ok(None)
     }
 
-    /// Explains why `claim` fits nowhere, if its interval allows, and tells its user.
+    /// Explains why `claim` fits nowhere `place` allows, if its interval allows, and tells its user.
     pub(crate) async fn explain_pending(
         &mut self,
         claim: &Arc<ResourceClaim>,
         pod: Option<&Pod>,
+        place: &Placement,
         snapshot: &Snapshot,
         end: &mut RoundEnd,
     ) -> anyhow::Result<()> {
@@ -114,8 +120,12 @@ impl Round<'_> {
             .await;
         let why = match explained {
             Ok(Ok(Some(explanation))) => Unallocated::NoFit(explanation),
-            // It fits after all (something was freed meanwhile): the next round allocates it.
-            Ok(Ok(None)) => return Ok(()),
+            Ok(Ok(None)) => match place {
+                // It fits, but on no node its Pod may run on.
+                Placement::Among(nodes) => Unallocated::NotWherePodRuns(nodes.len()),
+                // It fits after all (something was freed meanwhile): the next round allocates it.
+                _ => return Ok(()),
+            },
             Ok(Err(error)) => Unallocated::Invalid(error),
             Err(panic) => self.panicked(claim, panic),
         };

@@ -35,6 +35,8 @@ pub enum Unallocated {
     Invalid(AllocationError),
     /// The engine panicked while allocating it.
     Panicked(EnginePanic),
+    /// It would fit, but not on any of the (this many) nodes its Pod may run on.
+    NotWherePodRuns(usize),
 }
 
 /// The Event note for a claim that cannot be allocated. `mig_classes` are the classes that select
@@ -44,6 +46,10 @@ pub fn pending_reason(why: &Unallocated, facts: &NodeFacts, mig_classes: &BTreeS
         Unallocated::Invalid(error) => format!("cannot allocate: {error}"),
         Unallocated::Panicked(panic) => format!("cannot allocate: {panic}; this claim is skipped until it changes"),
         Unallocated::NoFit(explanation) => no_fit(explanation, facts, mig_classes),
+        Unallocated::NotWherePodRuns(nodes) => format!(
+            "cannot allocate: it fits only on nodes its Pod may not run on; none of the {nodes} nodes the Pod's \
+             nodeName, nodeSelector, required node affinity and tolerations admit has a fit"
+        ),
     };
     truncated(text)
 }

@@ -155,3 +155,17 @@ fn a_panic_and_long_texts() {
     assert_eq!(text.len(), 1024);
     assert!(text.ends_with("..."));
 }
+
+#[test]
+fn a_claim_that_fits_only_where_its_pod_may_not_run_says_so() {
+    let text = pending_reason(
+        &Unallocated::NotWherePodRuns(3),
+        &NodeFacts::default(),
+        &BTreeSet::new(),
+    );
+    assert!(
+        text.starts_with("cannot allocate: it fits only on nodes its Pod may not run on"),
+        "{text}"
+    );
+    assert!(text.contains("none of the 3 nodes"), "{text}");
+}
