@@ -13,6 +13,8 @@ trap '"$repo/tools/testbed/cluster-down.sh" "$k8s"' EXIT
 cd "$repo/images/gpu-artifact"
 GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench inventory_hotplug
 GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench node_prepare
+# gpu-dra-controller's memory at 1,000 nodes x 8 GPUs and 10,000 claims, beside its idle memory.
+GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench controller_memory
 # Our allocation engine against the kube-scheduler's allocator (v1.37 and v1.34), in-process,
 # same workloads; needs no cluster.
 cargo bench -p dra-allocator --bench allocator_vs_scheduler

@@ -4,6 +4,7 @@
 //! allocator harness, including pinning a claim to the devices our engine chose so Go can judge
 //! that choice. Test-only: nothing here ships, and nothing here may depend on the engine itself.
 
+pub mod bench_workload;
 mod go_harness;
 mod gpu_models;
 mod node_slices;

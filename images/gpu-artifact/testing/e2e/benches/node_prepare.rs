@@ -6,7 +6,7 @@
 //!    API GET of the claim the plugin does first. Baselines and calls are interleaved cycle by
 //!    cycle, so a noisy neighbour hits both alike.
 //! 2. gpu-handler's start to the 8 x H100 node's pool fully published, next to its start to
-//!    `/healthz` answering, from the same starts.
+//!    `/healthz` answering, from the same starts; and its resident memory then.
 //!
 //! It prints numbers and ratios; it asserts correctness (every call succeeds, the pool is complete)
 //! but never time.
@@ -84,7 +84,7 @@ async fn main() {
     let minor = node.s.ns.cluster().server_minor().await.unwrap();
     let prepare = prepare_latency(&node).await;
     drop(node);
-    let (healthz, published) = start_to_published().await;
+    let (healthz, published, memory) = start_to_published().await;
 
     println!("node plugin benchmark (Kubernetes 1.{minor}; {CYCLES} cycles per device kind, {STARTS} handler starts)");
     println!("  baselines, interleaved with the cycles:");
@@ -116,6 +116,12 @@ async fn main() {
         published.p50(),
         max(&published),
         published.p50().as_secs_f64() / healthz.p50().as_secs_f64()
+    );
+    println!(
+        "    {:<44} RSS {:>6.1} MiB  peak {:>6.1} MiB",
+        "gpu-handler memory, pool published",
+        memory.rss_kib as f64 / 1024.0,
+        memory.peak_kib as f64 / 1024.0
     );
 }
 
@@ -181,17 +187,27 @@ async fn prepare_latency(node: &PluginNode) -> PrepareSamples {
 }
 
 /// Part 2: handler starts on the 8-GPU node until its pool is published; (healthz, published).
-async fn start_to_published() -> (Samples, Samples) {
+async fn start_to_published() -> (Samples, Samples, HandlerMemory) {
     let s = handler_node::setup("bench-publish", NamedHost::H100SxmX8).await;
     s.set_driver_ready("True").await;
     let mock = s.install_mock("nvml");
     let cards = s.names.len();
     let (mut healthz, mut published) = (Samples::default(), Samples::default());
+    let mut memory = HandlerMemory::default();
     for _ in 0..STARTS {
         let (times, handler) = publication::start_and_time(&s, &mock.library_path(), cards).await;
         healthz.push(times.healthz);
         published.push(times.published);
+        memory.rss_kib = memory.rss_kib.max(handler.rss_kib().unwrap_or(0));
+        memory.peak_kib = memory.peak_kib.max(handler.peak_rss_kib().unwrap_or(0));
         publication::stop_and_unpublish(&s, handler).await;
     }
-    (healthz, published)
+    (healthz, published, memory)
+}
+
+/// gpu-handler's resident memory once the 8 x H100 pool is published, the largest over the starts.
+#[derive(Default)]
+struct HandlerMemory {
+    rss_kib: u64,
+    peak_kib: u64,
 }

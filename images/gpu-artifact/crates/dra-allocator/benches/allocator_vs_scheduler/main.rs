@@ -31,9 +31,9 @@ mod controller_path;
 mod engine_run;
 mod go_engine;
 mod report;
-mod workload;
 
 use allocator_workloads::GoHarness;
+use allocator_workloads::bench_workload as workload;
 
 use engine_run::{EngineRun, NodeOrder, run_ours};
 use report::{Comparison, print_table};

@@ -1,10 +1,11 @@
-//! The benchmark's fixed workloads: 8 H100-SXM5-80GB cards per node with every MIG placement
+//! The benchmarks' fixed workloads (the allocator benchmark, and the controller's memory benchmark
+//! in e2e): 8 H100-SXM5-80GB cards per node with every MIG placement
 //! offered beside the Physical offer (26 offers a card, as gpu-handler publishes them; no shared
 //! offers, no taints), a stream
 //! of mixed claims (Physical and MIG of every size, some for two devices) and a stream of MIG
 //! claims of mixed sizes for packing. The same seed gives the same workload, in either layout.
 
-use allocator_workloads::{DRIVER, H100_SXM5_80GB, NodeShape, Rng, classes, node_slices};
+use crate::{DRIVER, H100_SXM5_80GB, NodeShape, Rng, classes, node_slices};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
