@@ -1,0 +1,67 @@
+//! Best fit's gain for ordinary Pods, through the real scheduler (issue 16, item 3): the same churn
+//! of claims of mixed MIG sizes (a class whole cards and partitions both satisfy), arrivals and
+//! departures, runs twice on a node of two H100 cards offering the whole card and every MIG
+//! placement: once with the scheduler alone, whose allocator takes the first
+//! device that fits, and once with the Pods gated, so gpu-dra-controller allocates them best fit
+//! and the scheduler binds them. Best fit must place at least 1.1x as many Pods before the first
+//! that cannot be placed. The first run's node stays, so the second also shows that a gated Pod's
+//! claim goes only to a node the Pod may run on (its node selector names the second node).
+
+mod churn;
+mod support;
+
+use churn::{ChurnNode, SIZES_GI, churn_plan};
+use k8s_openapi::api::resource::v1::DeviceClass;
+use kube::Api;
+use serde_json::json;
+use support::components::{AgentWorkspace, install_crds};
+use support::dra_controller_run::start_dra_controller;
+use support::{create, device_class, one_request_template};
+use testbed::TestNamespace;
+
+const CARDS: usize = 2;
+const PLAN_SEED: u64 = 16;
+const STEPS: usize = 120;
+/// A class of every exclusive GPU device of our driver, whole cards and MIG partitions alike: what a
+/// user asking for "a GPU with at least N Gi" uses.
+const ANY_GPU_CEL: &str = r#"device.driver == "gpu.deckhouse.io" && !device.allowMultipleAllocations"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn best_fit_places_more_of_a_mig_churn_than_the_scheduler_alone() {
+    let ns = TestNamespace::create("churn").await.unwrap();
+    let split_layout = ns.cluster().server_minor().await.unwrap() >= 35;
+    install_crds(&ns.client()).await;
+    let class = device_class(&ns, "any-gpu", ANY_GPU_CEL, None);
+    create(&Api::<DeviceClass>::all(ns.client()), &class).await;
+    let class_name = class.metadata.name.clone().unwrap();
+    let mut templates: [String; 4] = Default::default();
+    for (template, gi) in templates.iter_mut().zip(SIZES_GI) {
+        *template = format!("at-least-{gi}gi");
+        let memory = format!(r#"device.capacity["gpu.deckhouse.io"].memory.compareTo(quantity("{gi}Gi")) >= 0"#);
+        let exactly = json!({"deviceClassName": class_name, "selectors": [{"cel": {"expression": memory}}]});
+        one_request_template(&ns, template, exactly, None).await;
+    }
+    let ws = AgentWorkspace::new();
+    let (controller, _) = start_dra_controller(&ns, &ws).await;
+    let plan = churn_plan(PLAN_SEED, STEPS, 6, 3);
+
+    let alone_node = ChurnNode::publish(&ns, "alone", CARDS, split_layout).await;
+    let log = || controller.log();
+    let alone = churn::run(&ns, &alone_node, &templates, false, &plan, &log).await;
+    let best_node = ChurnNode::publish(&ns, "bestfit", CARDS, split_layout).await;
+    let best = churn::run(&ns, &best_node, &templates, true, &plan, &log).await;
+
+    let summary = format!(
+        "scheduler alone placed {} (devices {:?}; stopped at {})\nbest fit placed {} (devices {:?}; stopped at {})",
+        alone.placed, alone.devices, alone.failure, best.placed, best.devices, best.failure
+    );
+    println!("{summary}");
+    assert!(alone.placed > 0, "the churn must place some Pods to compare: {summary}");
+    assert!(
+        best.placed as f64 >= 1.1 * alone.placed as f64,
+        "best fit must place at least 1.1x as many: {summary}\n--- controller log ---\n{}",
+        controller.log()
+    );
+    let own_pool = format!("gpus/{}/", best_node.node.name());
+    assert!(best.devices.iter().all(|d| d.starts_with(&own_pool)), "{summary}");
+}
