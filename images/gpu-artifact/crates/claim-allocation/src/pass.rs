@@ -117,7 +117,7 @@ impl Round<'_> {
             let mut results = vec![];
             let place = Placement::Among(Arc::new(nodes_for(&gated.pod, &snapshot.nodes)));
             for claim in &gated.claims {
-                let place = node.clone().map_or(place.clone(), Placement::On);
+                let place = node.clone().map_or(place.clone(), |n| Placement::On(Box::new(n)));
                 let Some(allocation) = self
                     .try_allocate(claim, place, Some(&gated.pod), snapshot, &mut end)
                     .await?

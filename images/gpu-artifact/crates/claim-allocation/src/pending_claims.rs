@@ -29,7 +29,7 @@ const MORE_EXPLANATIONS_IN: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub(crate) enum Placement {
     /// On this node: the node of the Pod's claims allocated before it.
-    On(Node),
+    On(Box<Node>),
     /// On one of these nodes: those the claim's Pod may run on.
     Among(Arc<HashSet<String>>),
     /// Anywhere: a standalone claim.
