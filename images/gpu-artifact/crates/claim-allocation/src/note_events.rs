@@ -2,14 +2,16 @@
 //! `Recorder` keys its series by object and reason but keeps the first note: a claim whose Pending
 //! reason changed, or that was allocated again with other devices, would keep showing the old text
 //! with a growing count. Here a later publication of the same reason patches the Event it made:
-//! the note becomes the new one and the series counts it (`note`, `series` may change on
-//! events.k8s.io/v1; regarding, reason, action, type and reporter may not). An Event the API
+//! the note becomes the new one and the series counts it. events.k8s.io/v1 refuses any change of
+//! `note` on update ("field is immutable"); the core/v1 view of the same Event lets an update
+//! change its `message` (the note) and `series`, so the patch goes there. An Event the API
 //! server no longer has (they expire) is created again. Entries of objects that are gone are
 //! pruned with the claims and Pods.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
+use k8s_openapi::api::core::v1::Event as CoreEvent;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -29,7 +31,7 @@ pub struct Published {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Publication {
     Create(Box<Event>),
-    /// Merge patch of the Event named so.
+    /// Merge patch of the Event named so, in its core/v1 form.
     Patch {
         name: String,
         patch: serde_json::Value,
@@ -66,7 +68,7 @@ pub fn publication(
             };
             Publication::Patch {
                 name: before.name.clone(),
-                patch: json!({"note": notice.note, "series": series}),
+                patch: json!({"message": notice.note, "series": series}),
             }
         }
         None => Publication::Create(Box::new(new_event(notice, reporter, now))),
@@ -155,10 +157,11 @@ impl NoteEvents {
             .clone()
             .unwrap_or_else(|| "default".to_owned());
         let api = Api::<Event>::namespaced(self.client.clone(), &namespace);
+        let core = Api::<CoreEvent>::namespaced(self.client.clone(), &namespace);
         let now = Timestamp::now();
         let stored = match publication(before.as_ref(), notice, &self.reporter, now) {
             Publication::Patch { name, patch } => {
-                match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                match core.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                     // It expired: a new one.
                     Err(kube::Error::Api(status)) if status.code == 404 => {
                         create(&api, &new_event(notice, &self.reporter, now)).await

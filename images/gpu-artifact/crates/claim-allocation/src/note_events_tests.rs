@@ -65,7 +65,7 @@ fn a_later_publication_updates_the_note_and_counts_it() {
         publication(Some(&before), &notice, &reporter(), at(30)),
         Publication::Patch {
             name: "c.17".into(),
-            patch: json!({"note": "cannot allocate: node n1: counters taken by ns/a",
+            patch: json!({"message": "cannot allocate: node n1: counters taken by ns/a",
                 "series": {"count": 2, "lastObservedTime": "2027-01-15T08:00:30.000000Z"}}),
         }
     );

@@ -143,6 +143,7 @@ pub fn dra_controller_rules() -> Vec<PolicyRule> {
             &["get", "list", "watch", "create", "patch", "update"],
         ),
         rule("events.k8s.io", &["events"], &["create", "patch"]),
+        rule("", &["events"], &["patch"]),
     ]
 }
 
