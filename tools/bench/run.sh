@@ -15,6 +15,8 @@ GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench inventory_hotplu
 GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench node_prepare
 # gpu-dra-controller's memory at 1,000 nodes x 8 GPUs and 10,000 claims, beside its idle memory.
 GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench controller_memory
+# Best fit for gated Pods against the scheduler alone on a churn, and what the gate adds to a Pod's start.
+GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench allocation_churn
 # Our allocation engine against the kube-scheduler's allocator (v1.37 and v1.34), in-process,
 # same workloads; needs no cluster.
 cargo bench -p dra-allocator --bench allocator_vs_scheduler

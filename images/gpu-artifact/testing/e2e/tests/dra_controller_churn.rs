@@ -52,8 +52,9 @@ async fn best_fit_places_more_of_a_mig_churn_than_the_scheduler_alone() {
     let best = churn::run(&ns, &best_node, &templates, true, &plan, &log).await;
 
     let summary = format!(
-        "scheduler alone placed {} (devices {:?}; stopped at {})\nbest fit placed {} (devices {:?}; stopped at {})",
-        alone.placed, alone.devices, alone.failure, best.placed, best.devices, best.failure
+        "scheduler alone placed {} (devices {:?}; stopped at {}; waits {:?})\n\
+         best fit placed {} (devices {:?}; stopped at {}; waits {:?})",
+        alone.placed, alone.devices, alone.failure, alone.waits, best.placed, best.devices, best.failure, best.waits
     );
     println!("{summary}");
     assert!(alone.placed > 0, "the churn must place some Pods to compare: {summary}");

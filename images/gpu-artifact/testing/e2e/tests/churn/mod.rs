@@ -11,7 +11,7 @@
 mod plan;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use allocator_workloads::{H100_SXM5_80GB, NodeShape, Rng, node_slices};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -94,6 +94,8 @@ pub struct ChurnRun {
     pub placed: usize,
     pub devices: Vec<String>,
     pub failure: String,
+    /// From each placed Pod's creation until the test saw it bound.
+    pub waits: Vec<Duration>,
 }
 
 /// Runs `plan` on `node` until the first Pod that cannot be placed (or the plan's end), then deletes
@@ -113,6 +115,7 @@ pub async fn run(
         placed: 0,
         devices: vec![],
         failure: "the plan ended".into(),
+        waits: vec![],
     };
     for (i, step) in plan.iter().enumerate() {
         match *step {
@@ -128,9 +131,11 @@ pub async fn run(
                     extra["schedulingGates"] = json!([{"name": GATE}]);
                 }
                 let spec = pod(&name, node.node.name(), json!({"claims": [{"name": "gpu"}]}), extra);
+                let created = Instant::now();
                 pods.create(&PostParams::default(), &spec).await.unwrap();
                 match placed(ns, &name, context).await {
                     Ok(device) => {
+                        result.waits.push(created.elapsed());
                         result.placed += 1;
                         result.devices.push(device);
                         live.push(name);
