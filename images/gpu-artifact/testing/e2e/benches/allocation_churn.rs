@@ -61,7 +61,9 @@ async fn main() {
     let best_node = ChurnNode::publish(&ns, "bestfit", CARDS, minor >= 35).await;
     let best = churn::run(&ns, &best_node, &templates, true, &plan, &log).await;
 
-    println!("allocation churn (Kubernetes 1.{minor}; one node of {CARDS} H100 with every MIG placement, seed {PLAN_SEED})");
+    println!(
+        "allocation churn (Kubernetes 1.{minor}; one node of {CARDS} H100 with every MIG placement, seed {PLAN_SEED})"
+    );
     println!(
         "  placed before the first failure: scheduler alone {}, best fit (gated) {}: {:.2}x",
         alone.placed,

@@ -10,7 +10,7 @@
 mod churn;
 mod support;
 
-use churn::{ChurnNode, SIZES_GI, churn_plan};
+use churn::{ChurnNode, SIZES_GI, Step, churn_plan};
 use k8s_openapi::api::resource::v1::DeviceClass;
 use kube::Api;
 use serde_json::json;
@@ -65,4 +65,17 @@ async fn best_fit_places_more_of_a_mig_churn_than_the_scheduler_alone() {
     );
     let own_pool = format!("gpus/{}/", best_node.node.name());
     assert!(best.devices.iter().all(|d| d.starts_with(&own_pool)), "{summary}");
+}
+
+#[test]
+fn a_churn_plan_never_departs_more_than_arrived_and_is_the_same_for_a_seed() {
+    let plan = churn_plan(7, 400, 5, 3);
+    assert_eq!(plan, churn_plan(7, 400, 5, 3));
+    let mut placed = 0i64;
+    for step in &plan {
+        placed += if matches!(step, Step::Arrive(_)) { 1 } else { -1 };
+        assert!(placed >= 0);
+    }
+    assert!(plan.iter().any(|s| matches!(s, Step::Depart(_))));
+    assert!(plan[..5].iter().all(|s| matches!(s, Step::Arrive(_))));
 }
