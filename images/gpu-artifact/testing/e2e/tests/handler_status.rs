@@ -148,8 +148,15 @@ async fn a_critical_xid_turns_hardware_healthy_false() {
 
     mock.state().inject_xid(s.address, 13, None, None).unwrap();
     mock.state().inject_xid(s.address, 79, None, None).unwrap();
+    // The driver's recovery action (polled) and the Xid (an event) arrive in either order; the
+    // condition names the Xid, the more serious, once both are in.
     let status = s
-        .wait_status("HardwareHealthy False", |st| healthy_is(st, "False"))
+        .wait_status("HardwareHealthy False for Xid 79", |st| {
+            healthy_is(st, "False")
+                && healthy(st).is_some_and(|c| {
+                    c["reason"] == "XidCritical" && c["message"].as_str().is_some_and(|m| m.contains("node reboot"))
+                })
+        })
         .await;
     let condition = healthy(&status).unwrap();
     assert_eq!(condition["reason"], "XidCritical");
