@@ -4,6 +4,7 @@
 //! allocated only on such a node: a claim allocated elsewhere would pin the Pod where it cannot
 //! run. What needs other Pods or free CPU and memory is left to the scheduler.
 
+use dra_allocator::{TaintFields, TolerationFields, tolerates_taint};
 use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, Pod, Taint, Toleration};
 use kube::core::ObjectMeta;
 
@@ -104,22 +105,21 @@ fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str
     }
 }
 
-/// The scheduler's rule: the effect matches (or the toleration names none), and the key and
-/// value match by the operator (`Exists` with no key tolerates every taint).
+/// The scheduler's rule, the same as for device taints.
 fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != taint.effect {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    match toleration.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => key.is_empty() || key == taint.key,
-        "Equal" => {
-            key == taint.key
-                && toleration.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default()
-        }
-        _ => false,
-    }
+    tolerates_taint(
+        TolerationFields {
+            effect: toleration.effect.as_deref(),
+            key: toleration.key.as_deref(),
+            operator: toleration.operator.as_deref(),
+            value: toleration.value.as_deref(),
+        },
+        TaintFields {
+            effect: &taint.effect,
+            key: &taint.key,
+            value: taint.value.as_deref(),
+        },
+    )
 }
 
 #[cfg(test)]

@@ -57,3 +57,4 @@ pub use error::AllocationError;
 pub use explain::{Explanation, NodeExplanation, RequestProblem};
 pub use inventory::{GPU_DRIVER, IgnoredPool, IgnoredSlice};
 pub use request::ALLOCATION_RESULTS_MAX_SIZE;
+pub use taints::{TaintFields, TolerationFields, tolerates_taint};

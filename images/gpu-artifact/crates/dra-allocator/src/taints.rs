@@ -3,22 +3,53 @@
 
 use k8s_openapi::api::resource::v1::{DeviceTaint, DeviceToleration};
 
-fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
-    if let Some(effect) = toleration.effect.as_deref()
+/// What a toleration says, in the fields device and Node tolerations share.
+pub struct TolerationFields<'a> {
+    pub effect: Option<&'a str>,
+    pub key: Option<&'a str>,
+    pub operator: Option<&'a str>,
+    pub value: Option<&'a str>,
+}
+
+/// What a taint says, in the fields device and Node taints share.
+pub struct TaintFields<'a> {
+    pub effect: &'a str,
+    pub key: &'a str,
+    pub value: Option<&'a str>,
+}
+
+/// The rule the scheduler applies to device and Node taints alike: the effect matches (or the
+/// toleration names none), and the key and value match by the operator (`Exists` with no key
+/// tolerates every taint).
+pub fn tolerates_taint(toleration: TolerationFields<'_>, taint: TaintFields<'_>) -> bool {
+    if let Some(effect) = toleration.effect
         && !effect.is_empty()
         && effect != taint.effect
     {
         return false;
     }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    match toleration.operator.as_deref().unwrap_or("Equal") {
+    let key = toleration.key.unwrap_or_default();
+    match toleration.operator.unwrap_or("Equal") {
         "Exists" => key.is_empty() || key == taint.key,
-        "Equal" => {
-            key == taint.key
-                && toleration.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default()
-        }
+        "Equal" => key == taint.key && toleration.value.unwrap_or_default() == taint.value.unwrap_or_default(),
         _ => false,
     }
+}
+
+fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
+    tolerates_taint(
+        TolerationFields {
+            effect: toleration.effect.as_deref(),
+            key: toleration.key.as_deref(),
+            operator: toleration.operator.as_deref(),
+            value: toleration.value.as_deref(),
+        },
+        TaintFields {
+            effect: &taint.effect,
+            key: &taint.key,
+            value: taint.value.as_deref(),
+        },
+    )
 }
 
 pub(crate) fn all_tolerated(taints: &[DeviceTaint], tolerations: &[DeviceToleration]) -> bool {

@@ -14,19 +14,14 @@ mod support;
 
 use std::time::Duration;
 
-use churn::{ChurnNode, SIZES_GI, churn_plan};
-use k8s_openapi::api::resource::v1::DeviceClass;
-use kube::Api;
-use serde_json::json;
-use support::components::{AgentWorkspace, install_crds};
+use churn::{ChurnNode, churn_plan};
+use support::components::AgentWorkspace;
 use support::dra_controller_run::start_dra_controller;
-use support::{create, device_class, one_request_template};
 use testbed::TestNamespace;
 
 const CARDS: usize = 4;
 const PLAN_SEED: u64 = 2026;
 const STEPS: usize = 400;
-const ANY_GPU_CEL: &str = r#"device.driver == "gpu.deckhouse.io" && !device.allowMultipleAllocations"#;
 
 fn at(waits: &[Duration], p: f64) -> Duration {
     let mut sorted = waits.to_vec();
@@ -41,17 +36,7 @@ fn at(waits: &[Duration], p: f64) -> Duration {
 async fn main() {
     let ns = TestNamespace::create("bench-churn").await.unwrap();
     let minor = ns.cluster().server_minor().await.unwrap();
-    install_crds(&ns.client()).await;
-    let class = device_class(&ns, "any-gpu", ANY_GPU_CEL, None);
-    create(&Api::<DeviceClass>::all(ns.client()), &class).await;
-    let class_name = class.metadata.name.clone().unwrap();
-    let mut templates: [String; 4] = Default::default();
-    for (template, gi) in templates.iter_mut().zip(SIZES_GI) {
-        *template = format!("at-least-{gi}gi");
-        let memory = format!(r#"device.capacity["gpu.deckhouse.io"].memory.compareTo(quantity("{gi}Gi")) >= 0"#);
-        let exactly = json!({"deviceClassName": class_name, "selectors": [{"cel": {"expression": memory}}]});
-        one_request_template(&ns, template, exactly, None).await;
-    }
+    let templates = churn::any_gpu_templates(&ns).await;
     let ws = AgentWorkspace::new();
     let (controller, _) = start_dra_controller(&ns, &ws).await;
     let log = || controller.log();

@@ -18,7 +18,8 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client, Resource};
-use support::components::*;
+use support::components::AgentWorkspace;
+use support::dra_controller_run::start_dra_controller;
 use testbed::{ComponentProcess, TestNamespace};
 
 const BUDGET_KIB: u64 = 64 * 1024;
@@ -114,20 +115,7 @@ async fn main() {
     let split_layout = minor >= 35;
 
     let ws = AgentWorkspace::new();
-    let kubeconfig = kubeconfig_for(&ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
-    let reserved = reserve_port();
-    let port = reserved.number();
-    let env = [
-        ("KUBECONFIG", kubeconfig.display().to_string()),
-        ("POD_NAMESPACE", ns.name().to_owned()),
-        ("POD_NAME", "gpu-dra-controller-0".to_owned()),
-        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
-        ("LOG_LEVEL", "Warn".to_owned()),
-    ];
-    let controller = ComponentProcess::start("gpu-dra-controller", &env, &ws.logs())
-        .unwrap()
-        .holding(reserved);
-    wait_ready(port, &controller).await;
+    let (controller, _) = start_dra_controller(&ns, &ws).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let idle = controller.rss_kib().expect("controller RSS");
 

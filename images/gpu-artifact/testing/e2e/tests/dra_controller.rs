@@ -17,8 +17,9 @@ use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::components::*;
+use support::dra_controller_run::start_dra_controller;
 use support::*;
-use testbed::{ComponentProcess, Progress, ReadyNode, TestNamespace, wait_until};
+use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
 
 fn claim(name: &str, class: &str, selector: Option<&str>) -> ResourceClaim {
     let mut exactly = json!({"deviceClassName": class});
@@ -92,20 +93,7 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
     create(&classes, &device_class(&ns, "mig", mig_cel, None)).await;
 
     let ws = AgentWorkspace::new();
-    let kubeconfig = kubeconfig_for(&ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
-    let reserved = reserve_port();
-    let port = reserved.number();
-    let env = [
-        ("KUBECONFIG", kubeconfig.display().to_string()),
-        ("POD_NAMESPACE", ns.name().to_owned()),
-        ("POD_NAME", "gpu-dra-controller-0".to_owned()),
-        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
-        ("LOG_LEVEL", "Debug".to_owned()),
-    ];
-    let controller = ComponentProcess::start("gpu-dra-controller", &env, &ws.logs())
-        .unwrap()
-        .holding(reserved);
-    wait_ready(port, &controller).await;
+    let (controller, port) = start_dra_controller(&ns, &ws).await;
 
     // 1. A standalone claim: allocated by the controller, best fit.
     let claims = ns.api::<ResourceClaim>();

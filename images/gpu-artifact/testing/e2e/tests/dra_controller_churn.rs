@@ -10,37 +10,20 @@
 mod churn;
 mod support;
 
-use churn::{ChurnNode, SIZES_GI, Step, churn_plan};
-use k8s_openapi::api::resource::v1::DeviceClass;
-use kube::Api;
-use serde_json::json;
-use support::components::{AgentWorkspace, install_crds};
+use churn::{ChurnNode, Step, churn_plan};
+use support::components::AgentWorkspace;
 use support::dra_controller_run::start_dra_controller;
-use support::{create, device_class, one_request_template};
 use testbed::TestNamespace;
 
 const CARDS: usize = 2;
 const PLAN_SEED: u64 = 16;
 const STEPS: usize = 120;
-/// A class of every exclusive GPU device of our driver, whole cards and MIG partitions alike: what a
-/// user asking for "a GPU with at least N Gi" uses.
-const ANY_GPU_CEL: &str = r#"device.driver == "gpu.deckhouse.io" && !device.allowMultipleAllocations"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn best_fit_places_more_of_a_mig_churn_than_the_scheduler_alone() {
     let ns = TestNamespace::create("churn").await.unwrap();
     let split_layout = ns.cluster().server_minor().await.unwrap() >= 35;
-    install_crds(&ns.client()).await;
-    let class = device_class(&ns, "any-gpu", ANY_GPU_CEL, None);
-    create(&Api::<DeviceClass>::all(ns.client()), &class).await;
-    let class_name = class.metadata.name.clone().unwrap();
-    let mut templates: [String; 4] = Default::default();
-    for (template, gi) in templates.iter_mut().zip(SIZES_GI) {
-        *template = format!("at-least-{gi}gi");
-        let memory = format!(r#"device.capacity["gpu.deckhouse.io"].memory.compareTo(quantity("{gi}Gi")) >= 0"#);
-        let exactly = json!({"deviceClassName": class_name, "selectors": [{"cel": {"expression": memory}}]});
-        one_request_template(&ns, template, exactly, None).await;
-    }
+    let templates = churn::any_gpu_templates(&ns).await;
     let ws = AgentWorkspace::new();
     let (controller, _) = start_dra_controller(&ns, &ws).await;
     let plan = churn_plan(PLAN_SEED, STEPS, 6, 3);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use allocator_workloads::{H100_SXM5_80GB, NodeShape, Rng, node_slices};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use serde_json::json;
@@ -23,14 +23,36 @@ use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
 
 pub use plan::{Step, churn_plan};
 
+use crate::support::components::install_crds;
 use crate::support::dra_controller_run::events_about;
-use crate::support::{pod, scheduling_message};
+use crate::support::{create, device_class, one_request_template, pod, scheduling_message};
 
 pub const GATE: &str = "gpu.deckhouse.io/allocation";
 /// The sizes a Pod asks for, by template: at least this many Gi of a MIG device.
 pub const SIZES_GI: [u64; 4] = [5, 10, 20, 40];
 
-/// The node of one run, its slices published, and the templates of every size.
+/// A class of every exclusive GPU device of our driver, whole cards and MIG partitions alike: what a
+/// user asking for "a GPU with at least N Gi" uses.
+const ANY_GPU_CEL: &str = r#"device.driver == "gpu.deckhouse.io" && !device.allowMultipleAllocations"#;
+
+/// Installs the module's CRDs, the any-GPU class and a template per size (`SIZES_GI`); returns the
+/// templates' names by size.
+pub async fn any_gpu_templates(ns: &TestNamespace) -> [String; 4] {
+    install_crds(&ns.client()).await;
+    let class = device_class(ns, "any-gpu", ANY_GPU_CEL, None);
+    create(&Api::<DeviceClass>::all(ns.client()), &class).await;
+    let class_name = class.metadata.name.clone().unwrap_or_default();
+    let mut templates: [String; 4] = Default::default();
+    for (template, gi) in templates.iter_mut().zip(SIZES_GI) {
+        *template = format!("at-least-{gi}gi");
+        let memory = format!(r#"device.capacity["gpu.deckhouse.io"].memory.compareTo(quantity("{gi}Gi")) >= 0"#);
+        let exactly = json!({"deviceClassName": class_name, "selectors": [{"cel": {"expression": memory}}]});
+        one_request_template(ns, template, exactly, None).await;
+    }
+    templates
+}
+
+/// The node of one run, its slices published.
 pub struct ChurnNode {
     pub node: ReadyNode,
 }
