@@ -1,8 +1,8 @@
 //! Watches claims, slices, classes and Pods; while this replica leads, runs an allocation round
 //! after every burst of changes. Slice, class and claim events also go to the one engine (see
 //! `engine_feed`), before the stores see them, so a round's engine is never older than its
-//! snapshot. When the next round runs is `round_schedule`'s to say; a write refused by the fence
-//! ends the round.
+//! snapshot; slices go to the engine alone. When the next round runs is `round_schedule`'s to
+//! say; a write refused by the fence ends the round.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch as tokio_watch};
 use tokio::time::Instant;
 
 use crate::FIELD_MANAGER;
@@ -23,7 +23,7 @@ use crate::claim_writes::ClaimWrites;
 use crate::engine_feed::EngineFeed;
 use crate::engine_thread::EngineThread;
 use crate::fencing::{Fence, NotLeading};
-use crate::lean_objects::{lean_pod, lean_slice, without_managed_fields};
+use crate::lean_objects::{lean_pod, without_managed_fields};
 use crate::metrics::Metrics;
 use crate::node_facts::NodeFactStores;
 use crate::node_watch::watch_nodes;
@@ -37,7 +37,6 @@ pub const READY_GATE: &str = "caches-synced";
 
 struct Stores {
     claims: Store<ResourceClaim>,
-    slices: Store<ResourceSlice>,
     classes: Store<DeviceClass>,
     pods: Store<Pod>,
     nodes: Store<Node>,
@@ -46,19 +45,33 @@ struct Stores {
 /// Hands a watch event to the engine.
 type Forward<K> = fn(&mut EngineFeed, watcher::Event<K>);
 
-/// Watches `api`: every event goes whole to the engine (when `engine` is given), then `lean`
-/// trims the object for the store (see `lean_objects`), and the round is triggered.
+/// Objects per page of a first list (and of a relist): a page is whole objects in memory until
+/// the engine and the stores have taken what they keep. The API server's default is 500, which
+/// for ResourceSlices of eight cards with every MIG offer is hundreds of MiB at once.
+const LIST_PAGE: u32 = 25;
+
+fn list_in_pages() -> watcher::Config {
+    watcher::Config::default().page_size(LIST_PAGE)
+}
+
+/// Watches `api` into a store: every event goes to the engine first (a copy, when `engine` is
+/// given), then `lean` trims the object for the store (see `lean_objects`), and the round is
+/// triggered.
 fn watch<K>(api: Api<K>, trigger: Arc<Notify>, engine: Option<(EngineThread, Forward<K>)>, lean: fn(&mut K)) -> Store<K>
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
     let (store, writer) = reflector::store();
-    let stream = watcher(api, watcher::Config::default())
+    let stream = watcher(api, list_in_pages())
         .backoff(controller_plumbing::WatchBackoff::default())
-        .inspect(move |event| {
-            if let (Ok(event), Some((engine, forward))) = (event, &engine) {
-                let (event, forward) = (event.clone(), *forward);
-                engine.send(move |feed| forward(feed, event));
+        .then(move |event| {
+            let engine = engine.clone();
+            async move {
+                if let (Ok(event), Some((engine, forward))) = (&event, engine) {
+                    let event = event.clone();
+                    engine.send(move |feed| forward(feed, event)).await;
+                }
+                event
             }
         })
         .modify(lean)
@@ -72,6 +85,32 @@ where
         });
     tokio::spawn(stream);
     store
+}
+
+/// Watches ResourceSlices for the engine alone, which keeps them in its compact form; no store
+/// keeps a copy. The receiver turns true once the first list is in the engine's queue.
+fn watch_slices(api: Api<ResourceSlice>, trigger: Arc<Notify>, engine: EngineThread) -> tokio_watch::Receiver<bool> {
+    let (listed, synced) = tokio_watch::channel(false);
+    let stream = watcher(api, list_in_pages())
+        .backoff(controller_plumbing::WatchBackoff::default())
+        .for_each(move |event| {
+            let (engine, trigger, listed) = (engine.clone(), trigger.clone(), listed.clone());
+            async move {
+                match event {
+                    Ok(event) => {
+                        let done = matches!(event, watcher::Event::InitDone);
+                        engine.send(move |feed| feed.slice_event(event)).await;
+                        if done {
+                            listed.send_replace(true);
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "watch error"),
+                }
+                trigger.notify_one();
+            }
+        });
+    tokio::spawn(stream);
+    synced
 }
 
 pub async fn run(
@@ -91,12 +130,6 @@ pub async fn run(
             Some((engine.clone(), EngineFeed::claim_event)),
             without_managed_fields,
         ),
-        slices: watch(
-            Api::all(client.clone()),
-            trigger.clone(),
-            Some((engine.clone(), EngineFeed::slice_event)),
-            lean_slice,
-        ),
         classes: watch(
             Api::all(client.clone()),
             trigger.clone(),
@@ -106,14 +139,16 @@ pub async fn run(
         pods: watch(Api::all(client.clone()), trigger.clone(), None, lean_pod),
         nodes: watch_nodes(&client, trigger.clone()),
     };
+    let mut slices = watch_slices(Api::all(client.clone()), trigger.clone(), engine.clone());
     let node_facts = NodeFactStores::watch(&client, trigger.clone());
     tokio::select! {
         synced = async {
             stores.claims.wait_until_ready().await?;
-            stores.slices.wait_until_ready().await?;
+            slices.wait_for(|listed| *listed).await?;
             stores.classes.wait_until_ready().await?;
             stores.pods.wait_until_ready().await?;
-            stores.nodes.wait_until_ready().await
+            stores.nodes.wait_until_ready().await?;
+            anyhow::Ok(())
         } => synced?,
         _ = shutdown.cancelled() => return Ok(()),
     }
@@ -176,7 +211,6 @@ pub async fn run(
         }
         let snapshot = Snapshot {
             claims: stores.claims.state(),
-            slices: stores.slices.state(),
             classes: stores.classes.state(),
             pods: stores.pods.state(),
             nodes: stores.nodes.state(),

@@ -3,19 +3,22 @@
 //! worker would overflow on an expression nested as deeply as the API allows, and every
 //! evaluation elsewhere would need a thread of its own).
 //!
-//! Watch events and a round's calls run on it one after another, in the order sent. A panic in
+//! Watch events and a round's calls run on it one after another, in the order sent. The queue is
+//! short ([`QUEUE`]): a watch that delivers faster than the engine applies (a first list of
+//! thousands of slices) waits, instead of holding whole objects in memory. A panic in
 //! any of them (the `cel` crate panics on some inputs) is caught: the engine recounts what is in
 //! use ([`Allocator::recover`](dra_allocator::Allocator::recover)) and the caller gets
 //! [`EnginePanic`], so it costs the one claim being allocated, never the process.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc;
-
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::engine_feed::EngineFeed;
 
 type Job = Box<dyn FnOnce(&mut EngineFeed) + Send>;
+
+/// Jobs queued for the engine at most; a sender waits beyond that.
+pub const QUEUE: usize = 16;
 
 /// A panic while the engine worked, with its message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,24 +34,25 @@ pub struct EngineThread {
 impl EngineThread {
     /// Starts the thread with an empty engine.
     pub fn start() -> std::io::Result<EngineThread> {
-        let (jobs, queue) = mpsc::channel::<Job>();
+        let (jobs, mut queue) = mpsc::channel::<Job>(QUEUE);
         dra_cel::spawn_deep_stack("allocation-engine", move || {
             let mut feed = EngineFeed::default();
-            for job in queue {
+            while let Some(job) = queue.blocking_recv() {
                 job(&mut feed);
             }
         })?;
         Ok(EngineThread { jobs })
     }
 
-    /// Queues `work` (a watch event) without waiting for it; a panic in it is logged.
-    pub fn send(&self, work: impl FnOnce(&mut EngineFeed) + Send + 'static) {
+    /// Queues `work` (a watch event) without waiting for it to run (only for room in the queue);
+    /// a panic in it is logged.
+    pub async fn send(&self, work: impl FnOnce(&mut EngineFeed) + Send + 'static) {
         let job: Job = Box::new(move |feed| {
             if let Err(panic) = caught(feed, work) {
                 tracing::error!(%panic, "applying a watch event");
             }
         });
-        if self.jobs.send(job).is_err() {
+        if self.jobs.send(job).await.is_err() {
             tracing::error!("the allocation engine thread is gone");
         }
     }
@@ -64,6 +68,7 @@ impl EngineThread {
         });
         self.jobs
             .send(job)
+            .await
             .map_err(|_| EnginePanic("the engine thread is gone".into()))?;
         answer
             .await
@@ -113,12 +118,12 @@ mod tests {
     async fn a_panic_costs_the_call_not_the_engine() {
         let engine = EngineThread::start().unwrap();
         for class in device_classes() {
-            engine.send(move |feed| feed.class_event(Event::Apply(class)));
+            engine.send(move |feed| feed.class_event(Event::Apply(class))).await;
         }
         for slice in slices("n1", 1) {
-            engine.send(move |feed| feed.slice_event(Event::Apply(slice)));
+            engine.send(move |feed| feed.slice_event(Event::Apply(slice))).await;
         }
-        engine.send(|_| panic!("inside a watch event"));
+        engine.send(|_| panic!("inside a watch event")).await;
         let failed = engine
             .call(|feed| {
                 let _ = feed.engine.allocate(&claim("a", "gpu-physical", 1, 1), None);

@@ -1,38 +1,15 @@
-//! What the controller's stores keep of each watched object: only what a round reads. The engine
-//! gets every event whole before this trimming (see `controller::watch`), so slices are kept in
-//! full once, in the engine's compact form; the stores keep of a slice its devices' names and
-//! types (for the allocation metrics), of a Pod its claims, gates and scheduling state, and of
-//! every object no managedFields (the largest part of most objects, read by nobody here).
+//! What the controller's stores keep of each watched object: only what a round reads. Slices are
+//! kept by nobody but the engine, in its compact form (see `controller::watch_slices`); the stores
+//! keep of a Pod its claims, gates and scheduling state, and of every object no managedFields (the
+//! largest part of most objects, read by nobody here).
 
 use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec, PodStatus};
-use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
 use kube::Resource;
 use kube::core::ObjectMeta;
-
-/// The attribute the allocation metrics label devices by (qualified or not).
-const DEVICE_TYPE_ATTRIBUTES: [&str; 2] = ["gpu.deckhouse.io/deviceType", "deviceType"];
 
 /// Drops managedFields: what every stored object loses.
 pub fn without_managed_fields<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
-}
-
-/// Keeps of a slice its driver, pool, node and each device's name and type.
-pub fn lean_slice(slice: &mut ResourceSlice) {
-    without_managed_fields(slice);
-    slice.spec.shared_counters = None;
-    for device in slice.spec.devices.iter_mut().flatten() {
-        let attributes = device.attributes.take().map(|all| {
-            all.into_iter()
-                .filter(|(name, _)| DEVICE_TYPE_ATTRIBUTES.contains(&name.as_str()))
-                .collect()
-        });
-        *device = Device {
-            name: std::mem::take(&mut device.name),
-            attributes,
-            ..Device::default()
-        };
-    }
 }
 
 /// Keeps of a Pod what selection, the gate removal and the choice of its node read: its identity
@@ -79,25 +56,7 @@ pub fn lean_pod(pod: &mut Pod) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_objects::slices;
     use serde_json::json;
-
-    #[test]
-    fn a_slice_keeps_device_names_and_types() {
-        let mut slice = slices("n1", 1).remove(0);
-        let names: Vec<String> = slice.spec.devices.iter().flatten().map(|d| d.name.clone()).collect();
-        lean_slice(&mut slice);
-        let kept = serde_json::to_value(&slice.spec).unwrap();
-        let first = &kept["devices"][0];
-        assert_eq!(
-            first,
-            &json!({"name": names[0], "attributes": {"gpu.deckhouse.io/deviceType": {"string": "Physical"}}})
-        );
-        assert_eq!(kept["devices"].as_array().unwrap().len(), names.len());
-        assert_eq!(kept["nodeName"], "n1");
-        assert_eq!(kept["pool"]["name"], "gpus/n1");
-        assert!(kept.get("sharedCounters").is_none());
-    }
 
     #[test]
     fn a_pod_keeps_what_selection_reads() {

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use dra_allocator::GPU_DRIVER;
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use dra_allocator::{Allocator, GPU_DRIVER};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -85,28 +85,16 @@ impl Metrics {
     }
 }
 
+/// The attributes a device's type is read from (qualified or not).
+const DEVICE_TYPE_ATTRIBUTES: [&str; 2] = ["gpu.deckhouse.io/deviceType", "deviceType"];
+
 /// Counts allocated results of our driver by (class, device type, node). The device type and node
-/// come from the published slices; a device no longer published counts as `unknown`.
+/// are the engine's (from the published slices); a device no usable pool publishes counts as
+/// `unknown`.
 pub fn allocation_counts<'a>(
     claims: impl IntoIterator<Item = &'a ResourceClaim>,
-    slices: impl IntoIterator<Item = &'a ResourceSlice>,
+    engine: &Allocator,
 ) -> BTreeMap<AllocationLabels, i64> {
-    let mut devices: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
-    for slice in slices.into_iter().filter(|s| s.spec.driver == GPU_DRIVER) {
-        let node = slice.spec.node_name.clone().unwrap_or_default();
-        for device in slice.spec.devices.iter().flatten() {
-            let device_type = device
-                .attributes
-                .as_ref()
-                .and_then(|a| a.get("gpu.deckhouse.io/deviceType").or_else(|| a.get("deviceType")))
-                .and_then(|v| v.string.clone())
-                .unwrap_or_else(|| "unknown".into());
-            devices.insert(
-                (slice.spec.pool.name.clone(), device.name.clone()),
-                (device_type, node.clone()),
-            );
-        }
-    }
     let mut counts = BTreeMap::new();
     for claim in claims {
         let Some(allocation) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) else {
@@ -116,14 +104,15 @@ pub fn allocation_counts<'a>(
             if result.driver != GPU_DRIVER {
                 continue;
             }
-            let (device_type, node) = devices
-                .get(&(result.pool.clone(), result.device.clone()))
-                .cloned()
-                .unwrap_or_else(|| ("unknown".into(), "unknown".into()));
+            let (device_type, node) = engine
+                .device_labels(GPU_DRIVER, &result.pool, &result.device, &DEVICE_TYPE_ATTRIBUTES)
+                .map_or(("unknown", "unknown"), |(device_type, node)| {
+                    (device_type.unwrap_or("unknown"), node.unwrap_or_default())
+                });
             let labels = AllocationLabels {
                 class: request_class(claim, &result.request),
-                deviceType: device_type,
-                node,
+                deviceType: device_type.to_owned(),
+                node: node.to_owned(),
             };
             *counts.entry(labels).or_insert(0) += 1;
         }
@@ -155,6 +144,7 @@ fn request_class(claim: &ResourceClaim, request: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::resource::v1::ResourceSlice;
     use serde_json::json;
 
     #[test]
@@ -173,11 +163,15 @@ mod tests {
                     {"name": "alt", "firstAvailable": [{"name": "big", "deviceClassName": "a100"}]}]}},
                 "status": {"allocation": {"devices": {"results": [
                     {"request": request, "driver": "gpu.deckhouse.io", "pool": "gpus/w1", "device": "gpu0"},
+                    {"request": request, "driver": "gpu.deckhouse.io", "pool": "gpus/w1", "device": "gone"},
                     {"request": request, "driver": "other.example.com", "pool": "p", "device": "d"}]}}}
             }))
             .unwrap()
         };
-        let counts = allocation_counts(&[claim("a", "gpu"), claim("b", "gpu"), claim("c", "alt/big")], &[slice]);
+        let counts = allocation_counts(
+            &[claim("a", "gpu"), claim("b", "gpu"), claim("c", "alt/big")],
+            &Allocator::new(&[slice], &[], &[]),
+        );
         let mig = AllocationLabels {
             class: "mig-1g".into(),
             deviceType: "MIG".into(),
@@ -188,10 +182,15 @@ mod tests {
             deviceType: "MIG".into(),
             node: "w1".into(),
         };
+        let gone = |class: &str| AllocationLabels {
+            class: class.into(),
+            deviceType: "unknown".into(),
+            node: "unknown".into(),
+        };
         assert_eq!(
             counts,
-            BTreeMap::from([(mig, 2), (sub, 1)]),
-            "other drivers are not counted"
+            BTreeMap::from([(mig, 2), (sub, 1), (gone("mig-1g"), 2), (gone("a100"), 1)]),
+            "other drivers are not counted; a device no slice publishes is unknown"
         );
     }
 }

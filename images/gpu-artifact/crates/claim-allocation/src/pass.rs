@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use dra_allocator::claim_id;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
-use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim};
 use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
@@ -26,7 +26,6 @@ use crate::selection::plan;
 /// What a round sees.
 pub struct Snapshot {
     pub claims: Vec<Arc<ResourceClaim>>,
-    pub slices: Vec<Arc<ResourceSlice>>,
     pub classes: Vec<Arc<DeviceClass>>,
     pub pods: Vec<Arc<Pod>>,
     /// Lean Nodes (see `pod_nodes::lean_node`): where a gated Pod may run.
@@ -150,13 +149,17 @@ impl Round<'_> {
         }
 
         let newly_keys: HashSet<String> = newly.iter().map(claim_key).collect();
-        let allocated = snapshot
+        let allocated: Vec<Arc<ResourceClaim>> = snapshot
             .claims
             .iter()
-            .map(|c| &**c)
             .filter(|c| !newly_keys.contains(&claim_key(c)))
-            .chain(newly.iter());
-        let counts = allocation_counts(allocated, snapshot.slices.iter().map(|s| &**s));
+            .cloned()
+            .chain(newly.into_iter().map(Arc::new))
+            .collect();
+        let counts = self
+            .engine
+            .call(move |feed| allocation_counts(allocated.iter().map(|c| &**c), &feed.engine))
+            .await?;
         self.metrics.set_allocations(&counts);
         self.audit_and_repair(snapshot).await?;
         Ok(end)

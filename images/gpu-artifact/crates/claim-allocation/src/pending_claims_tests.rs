@@ -22,10 +22,14 @@ async fn engine_with_one_card_held() -> EngineThread {
         r#"device.attributes["gpu.deckhouse.io"].deviceType =="#,
     ));
     for class in classes {
-        engine.send(move |feed: &mut EngineFeed| feed.class_event(Event::Apply(class)));
+        engine
+            .send(move |feed: &mut EngineFeed| feed.class_event(Event::Apply(class)))
+            .await;
     }
     for slice in slices("n1", 1) {
-        engine.send(move |feed: &mut EngineFeed| feed.slice_event(Event::Apply(slice)));
+        engine
+            .send(move |feed: &mut EngineFeed| feed.slice_event(Event::Apply(slice)))
+            .await;
     }
     let mut whole = claim("whole", "gpu-physical", 1, 3);
     let held = engine
@@ -42,7 +46,6 @@ async fn engine_with_one_card_held() -> EngineThread {
 fn snapshot() -> Snapshot {
     Snapshot {
         claims: vec![],
-        slices: vec![],
         classes: device_classes().into_iter().map(Arc::new).collect(),
         pods: vec![],
         nodes: vec![],

@@ -12,9 +12,11 @@ use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClai
 
 use crate::audit::{InvariantViolation, audit};
 use crate::candidates::SelectorAnswers;
+use crate::device::AttrValue;
 use crate::holdings::Holdings;
 use crate::inventory::{IgnoredPool, IgnoredSlice, Inventory, PoolKey};
 use crate::memo::Memo;
+use crate::node_selection::NodeBinding;
 use crate::reach::Reach;
 use crate::request::claim_name;
 use crate::usage::Usage;
@@ -214,6 +216,28 @@ impl Allocator {
     /// Why the last `allocate` that returned `Ok(None)` found nothing.
     pub fn unsatisfiable_reason(&self) -> Option<&str> {
         self.unsatisfiable_reason.as_deref()
+    }
+
+    /// What metrics label a device by: the first of the string attributes `names` it publishes,
+    /// and the node it is bound to (`None` when bound by a selector or to every node). `None`
+    /// when no usable pool publishes the device.
+    pub fn device_labels(
+        &self,
+        driver: &str,
+        pool: &str,
+        device: &str,
+        names: &[&str],
+    ) -> Option<(Option<&str>, Option<&str>)> {
+        let slot = self.inventory.device_index(driver, pool, device)?;
+        let raw = &self.inventory.device(slot).raw;
+        let value = names
+            .iter()
+            .find_map(|name| raw.attributes.get(name).and_then(AttrValue::as_str));
+        let node = match &*raw.binding {
+            NodeBinding::Node(node) => Some(node.as_str()),
+            _ => None,
+        };
+        Some((value, node))
     }
 
     /// How many devices of usable pools the engine knows.
