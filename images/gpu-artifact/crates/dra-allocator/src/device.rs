@@ -50,9 +50,14 @@ impl AttrValue {
     }
 }
 
+/// One published attribute, its name and value, held once for every device that carries it
+/// alike (a MIG offer's profile, a card's UUID on each of its offers).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Attr(pub Arc<str>, pub AttrValue);
+
 /// Attributes sorted by their name as published (qualified or not).
 #[derive(Debug, PartialEq, Eq, Hash, Default)]
-pub(crate) struct AttrList(pub Box<[(Arc<str>, AttrValue)]>);
+pub(crate) struct AttrList(pub Box<[Arc<Attr>]>);
 
 /// Compares `name` with `<domain>/<id>` without building the latter.
 fn cmp_qualified(name: &str, domain: &str, id: &str) -> std::cmp::Ordering {
@@ -66,14 +71,14 @@ fn cmp_qualified(name: &str, domain: &str, id: &str) -> std::cmp::Ordering {
 impl AttrList {
     fn get(&self, name: &str) -> Option<&AttrValue> {
         self.0
-            .binary_search_by(|(n, _)| (**n).cmp(name))
+            .binary_search_by(|attr| (*attr.0).cmp(name))
             .ok()
             .map(|i| &self.0[i].1)
     }
 
     fn get_qualified(&self, domain: &str, id: &str) -> Option<&AttrValue> {
         self.0
-            .binary_search_by(|(n, _)| cmp_qualified(n, domain, id))
+            .binary_search_by(|attr| cmp_qualified(&attr.0, domain, id))
             .ok()
             .map(|i| &self.0[i].1)
     }
@@ -81,7 +86,7 @@ impl AttrList {
     fn has_domain(&self, domain: &str) -> bool {
         self.0
             .iter()
-            .any(|(n, _)| n.split_once('/').is_some_and(|(d, _)| d == domain))
+            .any(|attr| attr.0.split_once('/').is_some_and(|(d, _)| d == domain))
     }
 }
 
@@ -109,7 +114,11 @@ impl Attributes {
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &AttrValue)> {
-        self.common.0.iter().chain(self.own.0.iter()).map(|(n, v)| (&**n, v))
+        self.common
+            .0
+            .iter()
+            .chain(self.own.0.iter())
+            .map(|attr| (&*attr.0, &attr.1))
     }
 
     /// `lookupAttribute` of the scheduler: the fully qualified name, or the bare name when the

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use dra_cel::Quantity;
 use k8s_openapi::api::resource::v1::{Device, DeviceAttribute, ResourceSlice};
 
-use crate::device::{Amounts, AttrList, AttrValue, Attributes, Capacity, RawDevice};
+use crate::device::{Amounts, Attr, AttrList, AttrValue, Attributes, Capacity, RawDevice};
 use crate::intern::Dedup;
 use crate::node_selection::NodeBinding;
 
@@ -26,6 +26,7 @@ pub(crate) struct CounterSetDef {
 #[derive(Default)]
 pub(crate) struct Tables {
     pub strings: Dedup<str>,
+    pub attrs: Dedup<Attr>,
     pub attributes: Dedup<AttrList>,
     pub amounts: Dedup<Amounts>,
     pub counters: Dedup<CounterList>,
@@ -33,12 +34,14 @@ pub(crate) struct Tables {
 }
 
 impl Tables {
+    /// Drops what no device holds any more: holders first, so the strings they held go too.
     pub(crate) fn prune(&mut self) {
-        self.strings.prune();
         self.attributes.prune();
+        self.attrs.prune();
         self.amounts.prune();
         self.counters.prune();
         self.capacities.retain(|_, c| Arc::strong_count(c) > 1);
+        self.strings.prune();
     }
 }
 
@@ -102,7 +105,10 @@ fn attr_list(pairs: Vec<(&str, &DeviceAttribute)>, tables: &mut Tables) -> Arc<A
     let list = AttrList(
         pairs
             .into_iter()
-            .map(|(n, v)| (tables.strings.str(n), AttrValue::of(v, &mut tables.strings)))
+            .map(|(n, v)| {
+                let attr = Attr(tables.strings.str(n), AttrValue::of(v, &mut tables.strings));
+                tables.attrs.value(attr)
+            })
             .collect(),
     );
     tables.attributes.value(list)
