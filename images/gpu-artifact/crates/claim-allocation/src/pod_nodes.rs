@@ -4,7 +4,7 @@
 //! allocated only on such a node: a claim allocated elsewhere would pin the Pod where it cannot
 //! run. What needs other Pods or free CPU and memory is left to the scheduler.
 
-use dra_allocator::{TaintFields, TolerationFields, tolerates_taint};
+use dra_allocator::tolerates_taint;
 use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, Pod, Taint, Toleration};
 use kube::core::ObjectMeta;
 
@@ -107,19 +107,7 @@ fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str
 
 /// The scheduler's rule, the same as for device taints.
 fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    tolerates_taint(
-        TolerationFields {
-            effect: toleration.effect.as_deref(),
-            key: toleration.key.as_deref(),
-            operator: toleration.operator.as_deref(),
-            value: toleration.value.as_deref(),
-        },
-        TaintFields {
-            effect: &taint.effect,
-            key: &taint.key,
-            value: taint.value.as_deref(),
-        },
-    )
+    tolerates_taint(toleration.into(), taint.into())
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Device taints and request tolerations, as `resourceclaim.ToleratesTaint`: every taint of a
 //! device must be tolerated by some toleration of the request.
 
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 use k8s_openapi::api::resource::v1::{DeviceTaint, DeviceToleration};
 
 /// What a toleration says, in the fields device and Node tolerations share.
@@ -36,20 +37,37 @@ pub fn tolerates_taint(toleration: TolerationFields<'_>, taint: TaintFields<'_>)
     }
 }
 
+/// Device and Node tolerations carry the same four optional fields, their taints the same three.
+macro_rules! shared_fields {
+    ($toleration:ty, $taint:ty) => {
+        impl<'a> From<&'a $toleration> for TolerationFields<'a> {
+            fn from(toleration: &'a $toleration) -> Self {
+                TolerationFields {
+                    effect: toleration.effect.as_deref(),
+                    key: toleration.key.as_deref(),
+                    operator: toleration.operator.as_deref(),
+                    value: toleration.value.as_deref(),
+                }
+            }
+        }
+
+        impl<'a> From<&'a $taint> for TaintFields<'a> {
+            fn from(taint: &'a $taint) -> Self {
+                TaintFields {
+                    effect: &taint.effect,
+                    key: &taint.key,
+                    value: taint.value.as_deref(),
+                }
+            }
+        }
+    };
+}
+
+shared_fields!(DeviceToleration, DeviceTaint);
+shared_fields!(Toleration, Taint);
+
 fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
-    tolerates_taint(
-        TolerationFields {
-            effect: toleration.effect.as_deref(),
-            key: toleration.key.as_deref(),
-            operator: toleration.operator.as_deref(),
-            value: toleration.value.as_deref(),
-        },
-        TaintFields {
-            effect: &taint.effect,
-            key: &taint.key,
-            value: taint.value.as_deref(),
-        },
-    )
+    tolerates_taint(toleration.into(), taint.into())
 }
 
 pub(crate) fn all_tolerated(taints: &[DeviceTaint], tolerations: &[DeviceToleration]) -> bool {
