@@ -1,0 +1,74 @@
+//! ResourceClaims on the real node, and the devices they were given.
+
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use kube::{Api, Client};
+use serde_json::json;
+use testbed::{Progress, wait_until};
+
+use super::{POD_DONE, apply};
+
+/// A ResourceClaim of `count` devices of `class` (and CEL `selector`, if any) in `namespace`.
+pub async fn claim(client: &Client, namespace: &str, name: &str, class: &str, count: u32, selector: Option<&str>) {
+    let mut exactly = json!({"deviceClassName": class, "allocationMode": "ExactCount", "count": count});
+    if let Some(expression) = selector {
+        exactly["selectors"] = json!([{"cel": {"expression": expression}}]);
+    }
+    apply(
+        client,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}),
+    )
+    .await;
+}
+
+/// The devices of claim `name` once it is allocated, each with its `uuid` attribute from the
+/// node's slices (a MIG offer's card's `parentUUID`). Call it while the claim's Pod runs: the claim
+/// is deallocated when the Pod is done.
+pub async fn allocated_uuids(client: &Client, namespace: &str, name: &str) -> Vec<(String, String)> {
+    let claims = Api::<ResourceClaim>::namespaced(client.clone(), namespace);
+    let results = wait_until(&format!("ResourceClaim {namespace}/{name} allocated"), POD_DONE, || {
+        let claims = claims.clone();
+        async move {
+            let claim = claims.get(name).await?;
+            let results = claim
+                .status
+                .and_then(|s| s.allocation)
+                .and_then(|a| a.devices)
+                .and_then(|d| d.results)
+                .unwrap_or_default();
+            Ok(if results.is_empty() {
+                Progress::Pending("not allocated".into())
+            } else {
+                Progress::Done(results)
+            })
+        }
+    })
+    .await
+    .unwrap();
+    let slices = Api::<ResourceSlice>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    results
+        .iter()
+        .map(|result| {
+            let uuid = slices
+                .iter()
+                .filter(|s| s.spec.pool.name == result.pool)
+                .flat_map(|s| s.spec.devices.clone().unwrap_or_default())
+                .find(|d| d.name == result.device)
+                .and_then(|d| d.attributes)
+                .and_then(|a| {
+                    // A MIG offer has no UUID before it is made: its card's.
+                    let uuid = a
+                        .get("gpu.deckhouse.io/uuid")
+                        .or_else(|| a.get("gpu.deckhouse.io/parentUUID"));
+                    uuid.and_then(|v| v.string.clone())
+                })
+                .unwrap_or_default();
+            (result.device.clone(), uuid)
+        })
+        .collect()
+}
