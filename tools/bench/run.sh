@@ -20,3 +20,5 @@ GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench allocation_churn
 # Our allocation engine against the kube-scheduler's allocator (v1.37 and v1.34), in-process,
 # same workloads; needs no cluster.
 cargo bench -p dra-allocator --bench allocator_vs_scheduler
+# The engine's own heap at the same scale, beside the same slices held as API objects.
+cargo bench -p dra-allocator --bench engine_memory
