@@ -65,11 +65,17 @@ async fn claim_uid(client: &kube::Client, ns: &str, name: &str) -> String {
         .unwrap()
 }
 
+/// A restarted kubelet serves a Pod's log only once it has synced the Pod again, and it syncs no
+/// Pod until its container runtime status check has passed ("Skipping pod synchronization"). On
+/// two cores loaded by other builds that took over 80 s, and once the log answered 404 for all of
+/// the 90 s this wait used to allow.
+const KUBELET_RESYNC: Duration = Duration::from_secs(240);
+
 /// Waits until the Pod's log has a tick newer than `after` listing `expect`.
 async fn still_sees(client: &kube::Client, ns: &str, pod: &str, after: u64, expect: &str) {
     wait_until(
         &format!("{ns}/{pod} to list {expect} after {after}"),
-        Duration::from_secs(90),
+        KUBELET_RESYNC,
         || async {
             let log = match try_logs(client, ns, pod).await {
                 Ok(log) => log,
