@@ -14,6 +14,7 @@ use kube::{Resource, ResourceExt};
 
 use crate::claim_writes::{ClaimWrites, Written};
 use crate::engine_thread::EngineThread;
+use crate::lean_objects::without_managed_fields;
 use crate::metrics::{Metrics, allocation_counts};
 use crate::note_events::NoteEvents;
 use crate::pending_claims::Placement;
@@ -172,13 +173,16 @@ impl Round<'_> {
         claim: &ResourceClaim,
         allocation: &AllocationResult,
     ) -> anyhow::Result<Option<ResourceClaim>> {
-        let stored = match self.writes.allocation(claim, allocation).await? {
+        let mut stored = match self.writes.allocation(claim, allocation).await? {
             Written::Yes(stored) => *stored,
             Written::Conflict => {
                 tracing::info!(claim = %claim_key(claim), "claim changed while allocating; keeping the other writer's result");
                 return Ok(None);
             }
         };
+        // The response's managedFields are most of its size and nobody here reads them; a round
+        // keeps every claim it wrote until it ends, thousands in a burst.
+        without_managed_fields(&mut stored);
         let for_engine = stored.clone();
         self.engine.call(move |feed| feed.wrote(&for_engine)).await?;
         let devices: Vec<_> = allocation
