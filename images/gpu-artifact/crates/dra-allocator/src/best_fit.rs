@@ -16,7 +16,7 @@ pub(crate) fn fit_order(inventory: &Inventory, devices: &mut [u32]) {
         let device = inventory.device(*slot);
         (
             device.raw.memory_slices,
-            device.raw.memory,
+            device.raw.memory(),
             device.raw.pci_address(),
             &*inventory.pool(device.pool).name,
             &*device.raw.name,
@@ -28,6 +28,9 @@ pub(crate) fn fit_order(inventory: &Inventory, devices: &mut [u32]) {
 pub(crate) fn score(inventory: &Inventory, picked: impl Iterator<Item = u32>) -> FitScore {
     picked.fold((0, Quantity::ZERO), |(slices, memory), slot| {
         let raw = &inventory.device(slot).raw;
-        (slices + u64::from(raw.memory_slices), memory.saturating_add(raw.memory))
+        (
+            slices + u64::from(raw.memory_slices),
+            memory.saturating_add(raw.memory()),
+        )
     })
 }

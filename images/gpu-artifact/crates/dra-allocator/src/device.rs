@@ -161,18 +161,22 @@ impl Capacity {
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Amounts(pub Box<[(Arc<str>, Quantity)]>);
 
-/// The published device, parsed.
+/// What a device consumes, by counter set name: the same on the same card of every node of a
+/// model, so held once for all of them.
+#[derive(Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct Consumes(pub Box<[(Arc<str>, Arc<Amounts>)]>);
+
+/// The published device, parsed. One is kept per device of the cluster, so it holds pointers to
+/// shared parts and no wider field (a `Quantity` would align it to 16 bytes).
 pub(crate) struct RawDevice {
     pub name: Arc<str>,
     pub attributes: Attributes,
     pub capacity: Arc<Capacity>,
-    /// (counter set name, amounts).
-    pub consumes: Box<[(Arc<str>, Arc<Amounts>)]>,
-    pub taints: Option<Arc<[DeviceTaint]>>,
+    pub consumes: Arc<Consumes>,
+    pub taints: Option<Arc<Vec<DeviceTaint>>>,
     /// Its node selection: its own (`perDeviceNodeSelection`), else its slice's (shared).
     pub binding: Arc<NodeBinding>,
-    /// Best fit: the memory capacity, and how many memory slices it consumes.
-    pub memory: Quantity,
+    /// Best fit: how many memory slices it consumes.
     pub memory_slices: u16,
     pub shared: bool,
     pub has_binding_conditions: bool,
@@ -180,6 +184,15 @@ pub(crate) struct RawDevice {
 }
 
 impl RawDevice {
+    /// Best fit: the memory capacity (`memory`, or the first `<domain>/memory` in name order).
+    pub(crate) fn memory(&self) -> Quantity {
+        self.capacity
+            .0
+            .iter()
+            .find(|(name, _, _)| &**name == "memory" || name.ends_with("/memory"))
+            .map_or(Quantity::ZERO, |(_, value, _)| *value)
+    }
+
     /// The PCI address best fit orders by (`pciAddress` or the standard `pciBusID`, the first in
     /// name order).
     pub(crate) fn pci_address(&self) -> &str {

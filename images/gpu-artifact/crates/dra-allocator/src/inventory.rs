@@ -212,6 +212,11 @@ impl Inventory {
                 slot
             }
             None => {
+                if self.devices.len() == self.devices.capacity() {
+                    // An eighth more, not double: device slots are most of the engine's memory,
+                    // and a doubled vector could leave half of them empty for good.
+                    self.devices.reserve_exact((self.devices.len() / 8).max(1024));
+                }
                 self.devices.push(Some(device));
                 (self.devices.len() - 1) as u32
             }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use dra_cel::Quantity;
 use k8s_openapi::api::resource::v1::{Device, DeviceAttribute, ResourceSlice};
 
-use crate::device::{Amounts, Attr, AttrList, AttrValue, Attributes, Capacity, RawDevice};
+use crate::device::{Amounts, Attr, AttrList, AttrValue, Attributes, Capacity, Consumes, RawDevice};
 use crate::intern::Dedup;
 use crate::node_selection::NodeBinding;
 
@@ -29,6 +29,7 @@ pub(crate) struct Tables {
     pub attrs: Dedup<Attr>,
     pub attributes: Dedup<AttrList>,
     pub amounts: Dedup<Amounts>,
+    pub consumes: Dedup<Consumes>,
     pub counters: Dedup<CounterList>,
     pub capacities: BTreeMap<String, Arc<Capacity>>,
 }
@@ -38,6 +39,7 @@ impl Tables {
     pub(crate) fn prune(&mut self) {
         self.attributes.prune();
         self.attrs.prune();
+        self.consumes.prune();
         self.amounts.prune();
         self.counters.prune();
         self.capacities.retain(|_, c| Arc::strong_count(c) > 1);
@@ -163,13 +165,6 @@ fn device_of(
         common: Arc::clone(common_list),
         own: attr_list(own, tables),
     };
-    let memory = device
-        .capacity
-        .iter()
-        .flatten()
-        .find(|(name, _)| name.as_str() == "memory" || name.ends_with("/memory"))
-        .and_then(|(_, c)| Quantity::parse(&c.value.0).ok())
-        .unwrap_or_default();
     let is_mig = attributes.iter().any(|(name, value)| {
         (name == "deviceType" || name == "gpu.deckhouse.io/deviceType") && value.as_str() == Some("MIG")
     });
@@ -177,17 +172,16 @@ fn device_of(
         name: tables.strings.str(&device.name),
         attributes,
         capacity,
-        consumes: consumes.into(),
+        consumes: tables.consumes.value(Consumes(consumes.into())),
         taints: device
             .taints
             .as_ref()
             .filter(|t| !t.is_empty())
-            .map(|t| t.as_slice().into()),
+            .map(|t| Arc::new(t.clone())),
         binding: match shared_binding {
             Some(shared) if **shared == binding => Arc::clone(shared),
             _ => Arc::new(binding),
         },
-        memory,
         memory_slices,
         shared: device.allow_multiple_allocations == Some(true),
         has_binding_conditions: device.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()),

@@ -61,7 +61,7 @@ impl Allocator {
                         inventory.binding_of(slot),
                         device.raw.taints,
                         device.raw.memory_slices,
-                        device.raw.memory,
+                        device.raw.memory(),
                         device.raw.shared,
                         device.raw.has_binding_conditions,
                         device.raw.is_mig,
