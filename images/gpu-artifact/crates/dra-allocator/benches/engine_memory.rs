@@ -4,6 +4,8 @@
 //! so the figures are the engine's heap, not a process's resident memory (that is
 //! `e2e --bench controller_memory`, which this one helps to read). The baseline, from the same run,
 //! is the same slices held as API objects: what a store of whole ResourceSlices would keep.
+//! Devices are measured as gpu-handler publishes them, and again with the Go differential's
+//! pinning attribute (one unique string per device), the workload of the throughput benchmark.
 //!
 //! `ENGINE_BENCH_NODES` and `ENGINE_BENCH_CLAIMS` shrink the workload for a quick run.
 
@@ -63,8 +65,9 @@ struct Measured {
     allocated: usize,
 }
 
-fn measure(nodes: usize, claims: usize, split_layout: bool) -> Measured {
+fn measure(nodes: usize, claims: usize, split_layout: bool, pinnable: bool) -> Measured {
     let inventory = bench_workload::inventory(INVENTORY_SEED, nodes, split_layout);
+    let inventory = if pinnable { inventory } else { inventory.as_published() };
     let before = live();
     let copy = inventory.slices.clone();
     let slices_as_objects = live() - before;
@@ -107,8 +110,8 @@ fn main() {
     let claims = setting("ENGINE_BENCH_CLAIMS", 10_000);
     println!("allocation engine memory (live heap; {nodes} nodes x 8 H100 with every MIG offer, {claims} claims)");
     println!(
-        "  {:<8} {:>9} {:>26} {:>16} {:>26} {:>11} {:>10}",
-        "layout",
+        "  {:<20} {:>9} {:>26} {:>16} {:>26} {:>11} {:>10}",
+        "layout, devices",
         "devices",
         "slices as objects (base)",
         "engine, slices",
@@ -116,10 +119,16 @@ fn main() {
         "per device",
         "vs base"
     );
-    for (name, split_layout) in [("1.34", false), ("1.35+", true)] {
-        let m = measure(nodes, claims, split_layout);
+    let cases = [
+        ("1.34, published", false, false),
+        ("1.35+, published", true, false),
+        ("1.34, pinnable", false, true),
+        ("1.35+, pinnable", true, true),
+    ];
+    for (name, split_layout, pinnable) in cases {
+        let m = measure(nodes, claims, split_layout, pinnable);
         println!(
-            "  {:<8} {:>9} {:>22.1} MiB {:>12.1} MiB {:>11.1} MiB ({:>5} ok) {:>9} B {:>9.1}x",
+            "  {:<20} {:>9} {:>22.1} MiB {:>12.1} MiB {:>11.1} MiB ({:>5} ok) {:>9} B {:>9.1}x",
             name,
             m.devices,
             m.slices_as_objects as f64 / MIB,

@@ -5,7 +5,7 @@
 //! of mixed claims (Physical and MIG of every size, some for two devices) and a stream of MIG
 //! claims of mixed sizes for packing. The same seed gives the same workload, in either layout.
 
-use crate::{DRIVER, H100_SXM5_80GB, NodeShape, Rng, classes, node_slices};
+use crate::{DRIVER, H100_SXM5_80GB, NodeShape, PIN_ATTRIBUTE, Rng, classes, node_slices};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
@@ -24,6 +24,23 @@ pub struct Inventory {
 pub struct ClaimStream {
     pub json: Vec<Value>,
     pub claims: Vec<ResourceClaim>,
+}
+
+impl Inventory {
+    /// The slices as gpu-handler publishes them: without the pinning attribute, which only the Go
+    /// differential reads (see `pinning`) and which, one unique string per device, a memory
+    /// benchmark would count as if the module's slices carried it.
+    pub fn as_published(mut self) -> Inventory {
+        for slice in &mut self.slices_json {
+            for device in slice["spec"]["devices"].as_array_mut().into_iter().flatten() {
+                if let Some(attributes) = device["attributes"].as_object_mut() {
+                    attributes.remove(PIN_ATTRIBUTE);
+                }
+            }
+        }
+        self.slices = self.slices_json.iter().map(typed).collect();
+        self
+    }
 }
 
 fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> T {
@@ -113,4 +130,29 @@ pub fn mig_claims(seed: u64, count: usize) -> ClaimStream {
         })
         .collect();
     stream(claims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attribute_names(inventory: &Inventory) -> Vec<Vec<String>> {
+        let devices = inventory.slices.iter().flat_map(|s| s.spec.devices.iter().flatten());
+        devices
+            .map(|d| d.attributes.iter().flatten().map(|(name, _)| name.clone()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn published_slices_lose_only_the_pinning_attribute() {
+        let pinnable = attribute_names(&inventory(1, 2, false));
+        let published = attribute_names(&inventory(1, 2, false).as_published());
+        assert_eq!(published.len(), pinnable.len());
+        assert!(pinnable.iter().all(|names| names.iter().any(|n| n == PIN_ATTRIBUTE)));
+        let without: Vec<Vec<String>> = pinnable
+            .into_iter()
+            .map(|names| names.into_iter().filter(|n| n != PIN_ATTRIBUTE).collect())
+            .collect();
+        assert_eq!(published, without);
+    }
 }

@@ -10,6 +10,9 @@ use crate::{GpuModel, Rng};
 
 pub const DRIVER: &str = "gpu.deckhouse.io";
 
+/// The attribute that names each device uniquely, for pinning; gpu-handler publishes no such thing.
+pub const PIN_ATTRIBUTE: &str = "harness.test/id";
+
 /// What a node looks like; every random choice is drawn from the caller's `Rng`.
 pub struct NodeShape<'a> {
     /// Cards per node: `cards_min + below(cards_spread)`.
@@ -34,7 +37,7 @@ fn label(s: &str) -> String {
 
 fn device(name: &str, pool: &str, attrs: Value, memory_gi: u64, set: &str, counters: Value, shared: bool) -> Value {
     let mut attributes = attrs;
-    attributes["harness.test/id"] = json!({"string": format!("{pool}/{name}")});
+    attributes[PIN_ATTRIBUTE] = json!({"string": format!("{pool}/{name}")});
     let mut capacity = json!({"memory": {"value": format!("{memory_gi}Gi")}});
     let mut d = json!({"name": name, "attributes": attributes, "consumesCounters": [{"counterSet": set, "counters": counters}]});
     if shared {

@@ -1,6 +1,6 @@
 //! `make bench`: gpu-dra-controller's memory at scale, as a real process under its RBAC against the
 //! real API server: 1,000 nodes x 8 H100 with every MIG offer (the slice layout of the server's
-//! release) and 10,000 mixed standalone claims, the workload of the allocator benchmark, which the
+//! release, devices as gpu-handler publishes them) and 10,000 mixed standalone claims, the workload of the allocator benchmark, which the
 //! controller allocates. Its resident memory when every claim it could place is allocated, and its
 //! peak, are printed beside the baseline from the same run: the same process on the same cluster
 //! before any GPU object existed. The budget is 64 MiB (issue 16).
@@ -120,7 +120,7 @@ async fn main() {
     let idle = controller.rss_kib().expect("controller RSS");
 
     eprintln!("controller bench: storing {nodes} nodes x 8 H100 (split layout: {split_layout}) and {total} claims");
-    let inventory = bench_workload::inventory(INVENTORY_SEED, nodes, split_layout);
+    let inventory = bench_workload::inventory(INVENTORY_SEED, nodes, split_layout).as_published();
     let devices: usize = inventory
         .slices
         .iter()
