@@ -2,7 +2,7 @@
 //! allocate what is ours to allocate, write it without overwriting anyone, remove gates, explain
 //! claims that fit nowhere, audit everything and repair a device held twice.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +14,7 @@ use kube::{Resource, ResourceExt};
 
 use crate::claim_writes::{ClaimWrites, Written};
 use crate::engine_thread::EngineThread;
-use crate::lean_objects::without_managed_fields;
-use crate::metrics::{Metrics, allocation_counts};
+use crate::metrics::{AllocationLabels, Metrics, allocation_counts};
 use crate::note_events::NoteEvents;
 use crate::pending_claims::Placement;
 use crate::pending_notes::PendingNotes;
@@ -69,6 +68,14 @@ pub struct Round<'a> {
 
 /// How a round ended: when it should run again although nothing changed (a Pending reason that
 /// was rate-limited is due then).
+/// The claims a round wrote, and what they add to the allocations gauge: counted as each is
+/// written, so the round keeps no copy of them (thousands in a burst).
+#[derive(Default)]
+struct NewlyAllocated {
+    keys: HashSet<String>,
+    counts: BTreeMap<AllocationLabels, i64>,
+}
+
 #[derive(Debug, Default)]
 pub struct RoundEnd {
     pub again_in: Option<Duration>,
@@ -101,15 +108,14 @@ impl Round<'_> {
         self.metrics.ignored_slices.set(ignored as i64);
         let by_name = snapshot.classes.iter().map(|c| (c.name_any(), c.clone())).collect();
         let work = plan(&snapshot.claims, &snapshot.pods, &by_name);
-        let mut newly: Vec<ResourceClaim> = vec![];
+        let mut newly = NewlyAllocated::default();
 
         for claim in &work.standalone {
             if let Some(allocation) = self
                 .try_allocate(claim, Placement::Anywhere, None, snapshot, &mut end)
                 .await?
-                && let Some(stored) = self.write(claim, &allocation).await?
             {
-                newly.push(stored);
+                self.write(claim, &allocation, &mut newly).await?;
             }
         }
         for gated in &work.gated {
@@ -139,9 +145,7 @@ impl Round<'_> {
                 continue;
             }
             for (claim, allocation) in results {
-                if let Some(stored) = self.write(&claim, &allocation).await? {
-                    newly.push(stored);
-                }
+                self.write(&claim, &allocation, &mut newly).await?;
             }
         }
         for (pod, claim) in &work.unschedulable {
@@ -149,42 +153,50 @@ impl Round<'_> {
                 .await?;
         }
 
-        let newly_keys: HashSet<String> = newly.iter().map(claim_key).collect();
-        let allocated: Vec<Arc<ResourceClaim>> = snapshot
+        let before: Vec<Arc<ResourceClaim>> = snapshot
             .claims
             .iter()
-            .filter(|c| !newly_keys.contains(&claim_key(c)))
+            .filter(|c| !newly.keys.contains(&claim_key(c)))
             .cloned()
-            .chain(newly.into_iter().map(Arc::new))
             .collect();
-        let counts = self
+        let mut counts = self
             .engine
-            .call(move |feed| allocation_counts(allocated.iter().map(|c| &**c), &feed.engine))
+            .call(move |feed| allocation_counts(before.iter().map(|c| &**c), &feed.engine))
             .await?;
+        for (labels, count) in newly.counts {
+            *counts.entry(labels).or_insert(0) += count;
+        }
         self.metrics.set_allocations(&counts);
         self.audit_and_repair(snapshot).await?;
         Ok(end)
     }
 
-    /// Writes an allocation and hands the stored claim to the engine; `None` when another writer
-    /// changed the claim first (we keep theirs).
+    /// Writes an allocation, hands the stored claim to the engine and counts it in `newly`;
+    /// nothing when another writer changed the claim first (we keep theirs).
     async fn write(
         &mut self,
         claim: &ResourceClaim,
         allocation: &AllocationResult,
-    ) -> anyhow::Result<Option<ResourceClaim>> {
-        let mut stored = match self.writes.allocation(claim, allocation).await? {
+        newly: &mut NewlyAllocated,
+    ) -> anyhow::Result<()> {
+        let stored = match self.writes.allocation(claim, allocation).await? {
             Written::Yes(stored) => *stored,
             Written::Conflict => {
                 tracing::info!(claim = %claim_key(claim), "claim changed while allocating; keeping the other writer's result");
-                return Ok(None);
+                return Ok(());
             }
         };
-        // The response's managedFields are most of its size and nobody here reads them; a round
-        // keeps every claim it wrote until it ends, thousands in a burst.
-        without_managed_fields(&mut stored);
-        let for_engine = stored.clone();
-        self.engine.call(move |feed| feed.wrote(&for_engine)).await?;
+        newly.keys.insert(claim_key(&stored));
+        let counts = self
+            .engine
+            .call(move |feed| {
+                feed.wrote(&stored);
+                allocation_counts([&stored], &feed.engine)
+            })
+            .await?;
+        for (labels, count) in counts {
+            *newly.counts.entry(labels).or_insert(0) += count;
+        }
         let devices: Vec<_> = allocation
             .devices
             .iter()
@@ -201,7 +213,7 @@ impl Round<'_> {
         self.events
             .normal(&reference(claim), "Allocated", "Allocate", note)
             .await;
-        Ok(Some(stored))
+        Ok(())
     }
 }
 
