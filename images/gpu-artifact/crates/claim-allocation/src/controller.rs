@@ -47,7 +47,7 @@ type Forward<K> = fn(&mut EngineFeed, watcher::Event<K>);
 
 /// Objects per page of a first list (and of a relist): a page is whole objects in memory until
 /// the engine and the stores have taken what they keep. The API server's default is 500, which
-/// for ResourceSlices of eight cards with every MIG offer is hundreds of MiB at once.
+/// for ResourceSlices of eight cards with every MIG offer is about 50 MiB at once.
 const LIST_PAGE: u32 = 25;
 
 fn list_in_pages() -> watcher::Config {

@@ -120,6 +120,13 @@ pub fn allocation_counts<'a>(
     counts
 }
 
+/// Adds `more` to `counts`, label by label.
+pub fn add_counts(counts: &mut BTreeMap<AllocationLabels, i64>, more: BTreeMap<AllocationLabels, i64>) {
+    for (labels, count) in more {
+        *counts.entry(labels).or_insert(0) += count;
+    }
+}
+
 /// The class a result's request (`<req>` or `<req>/<sub>`) asked for.
 fn request_class(claim: &ResourceClaim, request: &str) -> String {
     let (main, sub) = request.split_once('/').map_or((request, None), |(m, s)| (m, Some(s)));

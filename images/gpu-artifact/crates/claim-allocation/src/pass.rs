@@ -14,7 +14,7 @@ use kube::{Resource, ResourceExt};
 
 use crate::claim_writes::{ClaimWrites, Written};
 use crate::engine_thread::EngineThread;
-use crate::metrics::{AllocationLabels, Metrics, allocation_counts};
+use crate::metrics::{AllocationLabels, Metrics, add_counts, allocation_counts};
 use crate::note_events::NoteEvents;
 use crate::pending_claims::Placement;
 use crate::pending_notes::PendingNotes;
@@ -66,8 +66,6 @@ pub struct Round<'a> {
     pub memory: &'a mut Memory,
 }
 
-/// How a round ended: when it should run again although nothing changed (a Pending reason that
-/// was rate-limited is due then).
 /// The claims a round wrote, and what they add to the allocations gauge: counted as each is
 /// written, so the round keeps no copy of them (thousands in a burst).
 #[derive(Default)]
@@ -76,6 +74,8 @@ struct NewlyAllocated {
     counts: BTreeMap<AllocationLabels, i64>,
 }
 
+/// How a round ended: when it should run again although nothing changed (a Pending reason that
+/// was rate-limited is due then).
 #[derive(Debug, Default)]
 pub struct RoundEnd {
     pub again_in: Option<Duration>,
@@ -163,9 +163,7 @@ impl Round<'_> {
             .engine
             .call(move |feed| allocation_counts(before.iter().map(|c| &**c), &feed.engine))
             .await?;
-        for (labels, count) in newly.counts {
-            *counts.entry(labels).or_insert(0) += count;
-        }
+        add_counts(&mut counts, newly.counts);
         self.metrics.set_allocations(&counts);
         self.audit_and_repair(snapshot).await?;
         Ok(end)
@@ -194,9 +192,7 @@ impl Round<'_> {
                 allocation_counts([&stored], &feed.engine)
             })
             .await?;
-        for (labels, count) in counts {
-            *newly.counts.entry(labels).or_insert(0) += count;
-        }
+        add_counts(&mut newly.counts, counts);
         let devices: Vec<_> = allocation
             .devices
             .iter()

@@ -163,7 +163,7 @@ pub(crate) struct Amounts(pub Box<[(Arc<str>, Quantity)]>);
 
 /// What a device consumes, by counter set name: the same on the same card of every node of a
 /// model, so held once for all of them.
-#[derive(Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Consumes(pub Box<[(Arc<str>, Arc<Amounts>)]>);
 
 /// The published device, parsed. One is kept per device of the cluster, so it holds pointers to
