@@ -27,8 +27,11 @@ fn env(key: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_owned())
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    component_base::block_on(run())?
+}
+
+async fn run() -> anyhow::Result<()> {
     init_logging()?;
     let selector = ValidatorSelector {
         namespace: env("VALIDATOR_NAMESPACE", "d8-gpu"),

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use allocation_gate::webhook::{self, WebhookConfig};
-use claim_allocation::controller::run;
+use claim_allocation::controller;
 use claim_allocation::metrics::Metrics;
 use component_base::{HealthServer, Readiness, Shutdown, init_logging, wait_for_termination};
 use controller_plumbing::LeaderElection;
@@ -23,8 +23,11 @@ fn env(key: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_owned())
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    component_base::block_on(run())?
+}
+
+async fn run() -> anyhow::Result<()> {
     init_logging()?;
     let identity = env("POD_NAME", &std::process::id().to_string());
     tracing::info!(%identity, "starting gpu-dra-controller");
@@ -46,5 +49,5 @@ async fn main() -> anyhow::Result<()> {
         webhook::start(client.clone(), config, shutdown.clone()).await?;
     }
     let election = LeaderElection::from_env(client.clone(), "gpu-dra-controller", &identity).await?;
-    run(client, metrics, election, readiness, shutdown).await
+    controller::run(client, metrics, election, readiness, shutdown).await
 }

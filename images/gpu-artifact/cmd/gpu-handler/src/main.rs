@@ -40,10 +40,7 @@ fn main() -> anyhow::Result<()> {
         };
         return Err(node_prepare::exec_in_mps_namespace(std::path::Path::new(shm), command).into());
     }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    component_base::block_on(run())?
 }
 
 async fn run() -> anyhow::Result<()> {

@@ -10,8 +10,11 @@ use inventory_sync::config::AgentConfig;
 use inventory_sync::metrics::AgentMetrics;
 use prometheus_client::registry::Registry;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    component_base::block_on(run())?
+}
+
+async fn run() -> anyhow::Result<()> {
     init_logging()?;
     let config = AgentConfig::from_env()?;
     tracing::info!(node = %config.node_name, root = %config.host_root.display(), uevents = ?config.uevents, "starting gpu-node-agent");
