@@ -68,7 +68,7 @@ async fn a_critical_xid_taints_the_card_tells_its_pod_and_a_reset_brings_it_back
     assert!(mig_device.starts_with("gpu0-mig-"), "{mig_device}");
 
     // An application Xid: a counter, nothing else.
-    let before = node.s.gpus.get(&node.s.name).await.unwrap().resource_version();
+    let before = settled_status_version(&node).await;
     node.mock.state().inject_xid(node.s.address, 13, None, None).unwrap();
     let application = [("xid", "13"), ("class", "application")];
     wait_metrics(&node, "Xid 13 counted as application", |t| {
@@ -77,7 +77,13 @@ async fn a_critical_xid_taints_the_card_tells_its_pod_and_a_reset_brings_it_back
     .await;
     wait_passes(&node, passes(&node), 2).await;
     assert_eq!(
-        node.s.gpus.get(&node.s.name).await.unwrap().resource_version(),
+        node.s
+            .gpus
+            .get(&node.s.name)
+            .await
+            .unwrap()
+            .resource_version()
+            .unwrap_or_default(),
         before,
         "no status write"
     );

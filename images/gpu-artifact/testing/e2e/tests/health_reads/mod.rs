@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
-use kube::Api;
 use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::{Api, ResourceExt};
 use serde_json::Value;
 use testbed::{Progress, wait_until};
 
@@ -173,4 +173,25 @@ pub async fn wait_passes(node: &PluginNode, since: usize, more: usize) {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", node.handler.log()))
+}
+
+/// The PhysicalGPU's resourceVersion once two handler passes in a row wrote nothing: what a
+/// prepare changed (a MIG mode the handler reports a pass later) is stored by then, so a test can
+/// tell a write of its own cause from one still on its way.
+pub async fn settled_status_version(node: &PluginNode) -> String {
+    let version = || async { node.s.gpus.get(&node.s.name).await.unwrap().resource_version() };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let before = version().await;
+        wait_passes(node, passes(node), 2).await;
+        let after = version().await;
+        if before == after {
+            return after.unwrap_or_default();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the PhysicalGPU status never settled (last {before:?} -> {after:?})\n--- handler log ---\n{}",
+            node.handler.log()
+        );
+    }
 }
