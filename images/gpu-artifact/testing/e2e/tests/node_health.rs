@@ -77,13 +77,7 @@ async fn a_critical_xid_taints_the_card_tells_its_pod_and_a_reset_brings_it_back
     .await;
     wait_passes(&node, passes(&node), 2).await;
     assert_eq!(
-        node.s
-            .gpus
-            .get(&node.s.name)
-            .await
-            .unwrap()
-            .resource_version()
-            .unwrap_or_default(),
+        node.s.gpus.get(&node.s.name).await.unwrap().resource_version(),
         before,
         "no status write"
     );

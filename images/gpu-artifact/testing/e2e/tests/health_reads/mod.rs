@@ -178,7 +178,7 @@ pub async fn wait_passes(node: &PluginNode, since: usize, more: usize) {
 /// The PhysicalGPU's resourceVersion once two handler passes in a row wrote nothing: what a
 /// prepare changed (a MIG mode the handler reports a pass later) is stored by then, so a test can
 /// tell a write of its own cause from one still on its way.
-pub async fn settled_status_version(node: &PluginNode) -> String {
+pub async fn settled_status_version(node: &PluginNode) -> Option<String> {
     let version = || async { node.s.gpus.get(&node.s.name).await.unwrap().resource_version() };
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
@@ -186,7 +186,7 @@ pub async fn settled_status_version(node: &PluginNode) -> String {
         wait_passes(node, passes(node), 2).await;
         let after = version().await;
         if before == after {
-            return after.unwrap_or_default();
+            return after;
         }
         assert!(
             std::time::Instant::now() < deadline,
