@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
@@ -42,24 +42,18 @@ impl ClaimWrites<'_> {
         Api::namespaced(self.client.clone(), &claim.namespace().unwrap_or_default())
     }
 
-    /// Writes `status.allocation` against the resourceVersion we read.
+    /// Writes `status.allocation` against the resourceVersion we read (a merge patch of the
+    /// allocation alone: the store keeps a lean copy of the claim, which must not be written back).
     pub async fn allocation(&self, claim: &ResourceClaim, allocation: &AllocationResult) -> anyhow::Result<Written> {
         self.fenced().await?;
-        // The scheduler stamps every allocation it makes; on servers with binding conditions
-        // (1.36+) it adds a missing stamp at PreBind, which the API server refuses as a change of
-        // the allocation. So an allocation we write carries its stamp from the start (servers
-        // without the gate drop the field).
-        let mut allocation = allocation.clone();
-        allocation.allocation_timestamp = Some(Time(Timestamp::now()));
-        let mut updated = claim.clone();
-        updated.status.get_or_insert_with(Default::default).allocation = Some(allocation);
-        let params = PostParams {
+        let patch = allocation_patch(claim, allocation, Timestamp::now());
+        let params = PatchParams {
             field_manager: Some(FIELD_MANAGER.into()),
-            ..PostParams::default()
+            ..PatchParams::default()
         };
         conflict_is_no(
             self.claims(claim)
-                .replace_status(&claim.name_any(), &params, &updated)
+                .patch_status(&claim.name_any(), &params, &Patch::Merge(&patch))
                 .await,
         )
     }
@@ -105,6 +99,16 @@ impl ClaimWrites<'_> {
     }
 }
 
+/// The merge patch that sets a claim's allocation only at the resourceVersion it was read at. The
+/// scheduler stamps every allocation it makes; on servers with binding conditions (1.36+) it adds
+/// a missing stamp at PreBind, which the API server refuses as a change of the allocation. So an
+/// allocation we write carries its stamp from the start (servers without the gate drop the field).
+pub fn allocation_patch(claim: &ResourceClaim, allocation: &AllocationResult, now: Timestamp) -> serde_json::Value {
+    let mut allocation = allocation.clone();
+    allocation.allocation_timestamp = Some(Time(now));
+    json!({"metadata": {"resourceVersion": claim.resource_version()}, "status": {"allocation": allocation}})
+}
+
 /// The merge patch that clears a claim's allocation only at the resourceVersion it was read at.
 pub fn deallocation_patch(claim: &ResourceClaim) -> serde_json::Value {
     json!({"metadata": {"resourceVersion": claim.resource_version()}, "status": {"allocation": null}})
@@ -122,6 +126,20 @@ fn conflict_is_no(result: Result<ResourceClaim, kube::Error>) -> anyhow::Result<
 mod tests {
     use super::*;
     use crate::test_objects::claim;
+
+    #[test]
+    fn an_allocation_is_bound_to_the_version_read_and_stamped() {
+        let allocation: AllocationResult = serde_json::from_value(json!({"devices": {"results": [
+            {"request": "gpu", "driver": "gpu.deckhouse.io", "pool": "n1", "device": "gpu-0"}]}}))
+        .unwrap();
+        let now: Timestamp = "2026-11-28T19:00:00Z".parse().unwrap();
+        assert_eq!(
+            allocation_patch(&claim("a", "gpu-physical", 1, 42), &allocation, now),
+            json!({"metadata": {"resourceVersion": "42"}, "status": {"allocation": {
+                "allocationTimestamp": "2026-11-28T19:00:00Z",
+                "devices": {"results": [{"request": "gpu", "driver": "gpu.deckhouse.io", "pool": "n1", "device": "gpu-0"}]}}}})
+        );
+    }
 
     #[test]
     fn a_deallocation_is_bound_to_the_version_the_audit_saw() {

@@ -23,7 +23,7 @@ use crate::claim_writes::ClaimWrites;
 use crate::engine_feed::EngineFeed;
 use crate::engine_thread::EngineThread;
 use crate::fencing::{Fence, NotLeading};
-use crate::lean_objects::{lean_pod, without_managed_fields};
+use crate::lean_objects::{lean_claim, lean_pod, without_managed_fields};
 use crate::metrics::Metrics;
 use crate::node_facts::NodeFactStores;
 use crate::node_watch::watch_nodes;
@@ -128,7 +128,7 @@ pub async fn run(
             Api::all(client.clone()),
             trigger.clone(),
             Some((engine.clone(), EngineFeed::claim_event)),
-            without_managed_fields,
+            lean_claim,
         ),
         classes: watch(
             Api::all(client.clone()),

@@ -1,15 +1,163 @@
 //! What the controller's stores keep of each watched object: only what a round reads. Slices are
 //! kept by nobody but the engine, in its compact form (see `controller::watch_slices`); the stores
-//! keep of a Pod its claims, gates and scheduling state, and of every object no managedFields (the
-//! largest part of most objects, read by nobody here).
+//! keep of a Pod its claims, gates and scheduling state, of a claim what selection, the engine,
+//! the audit and the metrics read, and of every object no managedFields (the largest part of most
+//! objects, read by nobody here). A list decoded from JSON keeps room for four entries however
+//! few it holds (a claim's one request or one result: some 1.7 KB of empty room per claim), so the
+//! lists a store keeps are cut to their length.
 
 use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec, PodStatus};
+use k8s_openapi::api::resource::v1::{
+    AllocatedDeviceStatus, DeviceRequest, DeviceSubRequest, ExactDeviceRequest, ResourceClaim, ResourceClaimStatus,
+};
 use kube::Resource;
 use kube::core::ObjectMeta;
 
 /// Drops managedFields: what every stored object loses.
 pub fn without_managed_fields<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
+}
+
+/// Keeps of a claim its identity and version, creation and deletion times, owners, spec and status;
+/// of an allocated claim's requests only their names and classes (the allocation metrics' labels:
+/// nothing allocates it again unless it is deallocated, and then the watch brings it whole), of its
+/// prepared devices only which they are. Every list is cut to its length.
+pub fn lean_claim(claim: &mut ResourceClaim) {
+    let metadata = std::mem::take(&mut claim.metadata);
+    claim.metadata = ObjectMeta {
+        name: metadata.name,
+        namespace: metadata.namespace,
+        uid: metadata.uid,
+        resource_version: metadata.resource_version,
+        creation_timestamp: metadata.creation_timestamp,
+        deletion_timestamp: metadata.deletion_timestamp,
+        owner_references: metadata.owner_references.map(exact),
+        ..ObjectMeta::default()
+    };
+    let allocated = claim.status.as_ref().is_some_and(|s| s.allocation.is_some());
+    if let Some(devices) = claim.spec.devices.as_mut() {
+        devices.constraints = devices.constraints.take().map(exact);
+        devices.config = devices.config.take().map(exact);
+        let requests = devices.requests.take().unwrap_or_default();
+        devices.requests = Some(exact(
+            requests
+                .into_iter()
+                .map(|r| {
+                    if allocated {
+                        names_and_classes(r)
+                    } else {
+                        lean_request(r)
+                    }
+                })
+                .collect(),
+        ));
+    }
+    if let Some(status) = claim.status.take() {
+        claim.status = Some(lean_status(status));
+    }
+}
+
+fn exact<T>(mut list: Vec<T>) -> Vec<T> {
+    list.shrink_to_fit();
+    list
+}
+
+fn lean_request(mut request: DeviceRequest) -> DeviceRequest {
+    if let Some(exactly) = request.exactly.as_mut() {
+        exactly.selectors = exactly.selectors.take().map(exact);
+        exactly.tolerations = exactly.tolerations.take().map(exact);
+    }
+    request.first_available = request.first_available.map(|subs| {
+        exact(
+            subs.into_iter()
+                .map(|mut sub| {
+                    sub.selectors = sub.selectors.map(exact);
+                    sub.tolerations = sub.tolerations.map(exact);
+                    sub
+                })
+                .collect(),
+        )
+    });
+    request
+}
+
+fn names_and_classes(request: DeviceRequest) -> DeviceRequest {
+    DeviceRequest {
+        name: request.name,
+        exactly: request.exactly.map(|e| ExactDeviceRequest {
+            device_class_name: e.device_class_name,
+            ..ExactDeviceRequest::default()
+        }),
+        first_available: request.first_available.map(|subs| {
+            exact(
+                subs.into_iter()
+                    .map(|s| DeviceSubRequest {
+                        name: s.name,
+                        device_class_name: s.device_class_name,
+                        ..DeviceSubRequest::default()
+                    })
+                    .collect(),
+            )
+        }),
+    }
+}
+
+fn lean_status(mut status: ResourceClaimStatus) -> ResourceClaimStatus {
+    if let Some(allocation) = status.allocation.as_mut() {
+        if let Some(devices) = allocation.devices.as_mut() {
+            devices.results = devices.results.take().map(exact);
+            devices.config = devices.config.take().map(exact);
+        }
+        if let Some(selector) = allocation.node_selector.as_mut() {
+            let terms = std::mem::take(&mut selector.node_selector_terms);
+            selector.node_selector_terms = exact(
+                terms
+                    .into_iter()
+                    .map(|mut term| {
+                        term.match_fields = term.match_fields.map(|fields| {
+                            exact(
+                                fields
+                                    .into_iter()
+                                    .map(|mut f| {
+                                        f.values = f.values.map(exact);
+                                        f
+                                    })
+                                    .collect(),
+                            )
+                        });
+                        term.match_expressions = term.match_expressions.map(|expressions| {
+                            exact(
+                                expressions
+                                    .into_iter()
+                                    .map(|mut e| {
+                                        e.values = e.values.map(exact);
+                                        e
+                                    })
+                                    .collect(),
+                            )
+                        });
+                        term
+                    })
+                    .collect(),
+            );
+        }
+    }
+    status.reserved_for = status.reserved_for.map(exact);
+    status.devices = status.devices.map(|devices| {
+        exact(
+            devices
+                .into_iter()
+                .map(|d| AllocatedDeviceStatus {
+                    driver: d.driver,
+                    pool: d.pool,
+                    device: d.device,
+                    share_id: d.share_id,
+                    ..AllocatedDeviceStatus::default()
+                })
+                .collect(),
+        )
+    });
+    status
 }
 
 /// Keeps of a Pod what selection, the gate removal and the choice of its node read: its identity
@@ -34,59 +182,25 @@ pub fn lean_pod(pod: &mut Pod) {
             ..Affinity::default()
         });
     pod.spec = Some(PodSpec {
-        resource_claims: spec.resource_claims,
-        scheduling_gates: spec.scheduling_gates,
+        resource_claims: spec.resource_claims.map(exact),
+        scheduling_gates: spec.scheduling_gates.map(exact),
         node_name: spec.node_name,
         node_selector: spec.node_selector,
         affinity: node_affinity,
-        tolerations: spec.tolerations,
+        tolerations: spec.tolerations.map(exact),
         ..PodSpec::default()
     });
     let status = pod.status.take().unwrap_or_default();
     let conditions = status
         .conditions
-        .map(|all| all.into_iter().filter(|c| c.type_ == "PodScheduled").collect());
+        .map(|all| exact(all.into_iter().filter(|c| c.type_ == "PodScheduled").collect()));
     pod.status = Some(PodStatus {
-        resource_claim_statuses: status.resource_claim_statuses,
+        resource_claim_statuses: status.resource_claim_statuses.map(exact),
         conditions,
         ..PodStatus::default()
     });
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_pod_keeps_what_selection_reads() {
-        let mut pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5",
-                "labels": {"app": "x"}, "managedFields": [{"manager": "kubectl"}]},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}], "nodeName": "n1",
-                "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
-                "affinity": {"podAffinity": {}, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                    {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
-                "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}],
-                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
-            "status": {"phase": "Pending",
-                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"},
-                               {"type": "Ready", "status": "False"}],
-                "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-1"}]}}))
-        .unwrap();
-        lean_pod(&mut pod);
-        assert_eq!(
-            serde_json::to_value(&pod).unwrap(),
-            json!({"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5"},
-                "spec": {"containers": [], "nodeName": "n1",
-                    "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
-                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
-                    "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}],
-                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
-                "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}],
-                    "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-1"}]}})
-        );
-    }
-}
+#[path = "lean_objects_tests.rs"]
+mod tests;
