@@ -26,7 +26,8 @@ pub(crate) struct Holding {
 pub(crate) struct Held {
     /// `namespace/name`, for reports.
     pub name: String,
-    pub holdings: Vec<Holding>,
+    /// Exactly as many as the claim's results (a `Vec` grown by pushes keeps room for four).
+    pub holdings: Box<[Holding]>,
 }
 
 #[derive(Default)]
@@ -119,7 +120,7 @@ impl Holdings {
                 id.to_owned(),
                 Held {
                     name: name.to_owned(),
-                    holdings,
+                    holdings: holdings.into_boxed_slice(),
                 },
             );
         }

@@ -10,7 +10,7 @@ use k8s_openapi::api::resource::v1::ResourceSlice;
 
 use crate::device::RawDevice;
 use crate::node_selection::NodeBinding;
-use crate::pool::{Pool, Positions};
+use crate::pool::{Pool, Positions, SetUses};
 use crate::slice_record::{CounterList, Tables, parse_slice};
 
 /// The gpu module's driver name: its devices are the ones the invariants speak about.
@@ -22,7 +22,7 @@ pub(crate) struct Device {
     /// In the newest generation of a usable pool.
     pub live: bool,
     /// (counter set slot, counter positions and amounts).
-    pub consumes: Box<[(u32, Arc<Positions>)]>,
+    pub consumes: SetUses,
     /// The counter set standing for the physical card (`pgpu-<pci>`), for the invariants.
     pub card: Option<u32>,
 }
@@ -172,7 +172,7 @@ impl Inventory {
                 raw,
                 pool: pool_id,
                 live: false,
-                consumes: Box::new([]),
+                consumes: SetUses::none(),
                 card: None,
             });
             record.devices.push(slot);
@@ -245,7 +245,7 @@ impl Inventory {
         for &slot in &all_slots {
             let device = self.devices[slot as usize].as_mut().expect("slot");
             device.live = false;
-            device.consumes = Box::new([]);
+            device.consumes = SetUses::none();
             device.card = None;
         }
         let (sets, planned, incomplete) = match plan {

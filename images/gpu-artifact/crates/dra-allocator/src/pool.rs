@@ -17,6 +17,40 @@ use crate::slice_record::{CounterList, SliceRecord};
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Positions(pub Box<[(u16, Quantity)]>);
 
+/// What a live device consumes: (counter set slot, positions and amounts) for each set. Nearly
+/// every device consumes one set (its card's), held inline: one slot of the cluster's devices
+/// then needs no allocation of its own for it.
+pub(crate) enum SetUses {
+    One([(u32, Arc<Positions>); 1]),
+    Many(Box<[(u32, Arc<Positions>)]>),
+}
+
+impl SetUses {
+    pub(crate) fn none() -> SetUses {
+        SetUses::Many(Box::new([]))
+    }
+
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, (u32, Arc<Positions>)> {
+        match self {
+            SetUses::One(one) => one.iter(),
+            SetUses::Many(many) => many.iter(),
+        }
+    }
+}
+
+impl From<Vec<(u32, Arc<Positions>)>> for SetUses {
+    fn from(mut uses: Vec<(u32, Arc<Positions>)>) -> SetUses {
+        match (uses.pop(), uses.is_empty()) {
+            (Some(one), true) => SetUses::One([one]),
+            (Some(last), false) => {
+                uses.push(last);
+                SetUses::Many(uses.into())
+            }
+            (None, _) => SetUses::none(),
+        }
+    }
+}
+
 pub(crate) struct Pool {
     pub driver: Arc<str>,
     pub name: Arc<str>,
@@ -169,5 +203,29 @@ impl Pool {
             sets,
             devices,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uses(sets: &[u32]) -> Vec<(u32, Arc<Positions>)> {
+        let positions = Arc::new(Positions(Box::new([(0, Quantity::ZERO)])));
+        sets.iter().map(|s| (*s, positions.clone())).collect()
+    }
+
+    fn sets_of(uses: &SetUses) -> Vec<u32> {
+        uses.iter().map(|(set, _)| *set).collect()
+    }
+
+    #[test]
+    fn set_uses_keep_every_set_in_order_and_one_inline() {
+        let one = SetUses::from(uses(&[7]));
+        assert!(matches!(one, SetUses::One(_)));
+        assert_eq!(sets_of(&one), [7]);
+        assert_eq!(sets_of(&SetUses::from(uses(&[3, 1, 2]))), [3, 1, 2]);
+        assert_eq!(sets_of(&SetUses::from(uses(&[]))), Vec::<u32>::new());
+        assert_eq!(sets_of(&SetUses::none()), Vec::<u32>::new());
     }
 }
