@@ -7,10 +7,12 @@
 
 mod health;
 mod logging;
+mod malloc;
 mod runtime;
 mod shutdown;
 
 pub use health::{HealthServer, Readiness, metrics_text};
 pub use logging::{LogLevel, LogLevelError, init_logging};
+pub use malloc::compact_malloc;
 pub use runtime::{WORKER_THREADS, block_on};
 pub use shutdown::{Shutdown, wait_for_termination};

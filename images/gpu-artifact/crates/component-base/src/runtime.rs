@@ -12,8 +12,10 @@ use std::future::Future;
 pub const WORKER_THREADS: usize = 2;
 
 /// Runs `future` to completion on a multi-threaded runtime of [`WORKER_THREADS`] workers with I/O
-/// and timers enabled; fails only when the runtime cannot be built.
+/// and timers enabled, malloc set first for a long life (see [`compact_malloc`](crate::compact_malloc));
+/// fails only when the runtime cannot be built.
 pub fn block_on<F: Future>(future: F) -> std::io::Result<F::Output> {
+    crate::compact_malloc();
     Ok(runtime(WORKER_THREADS)?.block_on(future))
 }
 
