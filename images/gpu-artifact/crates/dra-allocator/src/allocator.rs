@@ -232,7 +232,7 @@ impl Allocator {
         let raw = &self.inventory.device(slot).raw;
         let value = names
             .iter()
-            .find_map(|name| raw.attributes.get(name).and_then(AttrValue::as_str));
+            .find_map(|name| raw.attributes().get(name).and_then(AttrValue::as_str));
         let node = match &*raw.binding {
             NodeBinding::Node(node) => Some(node.as_str()),
             _ => None,

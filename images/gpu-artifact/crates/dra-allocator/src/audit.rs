@@ -62,7 +62,7 @@ impl Replay {
                 .push(violation("allocated to more than one claim", holders));
         }
         if !self.usage.card_allows(slot, device, take) {
-            let reason = if device.raw.is_mig {
+            let reason = if device.raw.kind.is_mig {
                 "MIG allocation on a card that carries a Physical allocation"
             } else if take == Take::Exclusive {
                 "exclusive Physical allocation on a card that carries other allocations"

@@ -15,7 +15,7 @@ pub(crate) fn fit_order(inventory: &Inventory, devices: &mut [u32]) {
     devices.sort_by_cached_key(|slot| {
         let device = inventory.device(*slot);
         (
-            device.raw.memory_slices,
+            device.raw.kind.memory_slices,
             device.raw.memory(),
             device.raw.pci_address(),
             &*inventory.pool(device.pool).name,
@@ -29,7 +29,7 @@ pub(crate) fn score(inventory: &Inventory, picked: impl Iterator<Item = u32>) ->
     picked.fold((0, Quantity::ZERO), |(slices, memory), slot| {
         let raw = &inventory.device(slot).raw;
         (
-            slices + u64::from(raw.memory_slices),
+            slices + u64::from(raw.kind.memory_slices),
             memory.saturating_add(raw.memory()),
         )
     })

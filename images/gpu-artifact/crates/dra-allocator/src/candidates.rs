@@ -58,15 +58,15 @@ fn parts_of(inventory: &Inventory, slot: u32, references: &[DeviceReference]) ->
         .iter()
         .map(|reference| match reference {
             DeviceReference::Driver => Part::Driver(driver.clone()),
-            DeviceReference::AllowMultipleAllocations => Part::Shared(device.raw.shared),
+            DeviceReference::AllowMultipleAllocations => Part::Shared(device.raw.kind.shared),
             DeviceReference::Attribute { domain, name } => {
-                let attributes = &device.raw.attributes;
+                let attributes = device.raw.attributes();
                 let qualified = attributes.get_qualified(domain, name).cloned();
                 let bare = (domain == &**driver).then(|| attributes.get(name).cloned()).flatten();
                 Part::Attribute(qualified, bare, known(domain) || attributes.has_domain(domain))
             }
             DeviceReference::Capacity { domain, name } => {
-                let capacity = &device.raw.capacity;
+                let capacity = &device.raw.kind.capacity;
                 let qualified = capacity.get_qualified(domain, name);
                 let bare = (domain == &**driver).then(|| capacity.get(name)).flatten();
                 Part::Capacity(qualified, bare, known(domain) || capacity.has_domain(domain))
@@ -154,9 +154,19 @@ fn context(cel: &SelectorCache, inventory: &Inventory, slot: u32) -> Result<Devi
     DeviceContext::from_parts(
         cel.env(),
         inventory.driver_of(slot),
-        device.raw.shared,
-        device.raw.attributes.iter().map(|(name, value)| (name, value.as_cel())),
-        device.raw.capacity.0.iter().map(|(name, value, _)| (&**name, *value)),
+        device.raw.kind.shared,
+        device
+            .raw
+            .attributes()
+            .iter()
+            .map(|(name, value)| (name, value.as_cel())),
+        device
+            .raw
+            .kind
+            .capacity
+            .0
+            .iter()
+            .map(|(name, value, _)| (&**name, *value)),
     )
 }
 
@@ -295,7 +305,7 @@ impl Allocator {
         let mut matching = Vec::new();
         for &slot in reach.iter() {
             // Devices with binding conditions need the scheduler's binding flow; we never pick them.
-            if self.inventory.device(slot).raw.has_binding_conditions {
+            if self.inventory.device(slot).raw.kind.has_binding_conditions {
                 continue;
             }
             if device_matches(

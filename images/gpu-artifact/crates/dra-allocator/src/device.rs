@@ -90,22 +90,24 @@ impl AttrList {
     }
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct Attributes {
-    pub common: Arc<AttrList>,
-    pub own: Arc<AttrList>,
+/// A device's attributes: its card's and its own, read in place.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Attributes<'a> {
+    pub common: &'a AttrList,
+    pub own: &'a AttrList,
 }
 
-impl Attributes {
-    pub(crate) fn get(&self, name: &str) -> Option<&AttrValue> {
-        self.own.get(name).or_else(|| self.common.get(name))
+impl<'a> Attributes<'a> {
+    pub(crate) fn get(&self, name: &str) -> Option<&'a AttrValue> {
+        let (own, common) = (self.own, self.common);
+        own.get(name).or_else(|| common.get(name))
     }
 
     /// The attribute published as `<domain>/<id>`.
-    pub(crate) fn get_qualified(&self, domain: &str, id: &str) -> Option<&AttrValue> {
-        self.own
-            .get_qualified(domain, id)
-            .or_else(|| self.common.get_qualified(domain, id))
+    pub(crate) fn get_qualified(&self, domain: &str, id: &str) -> Option<&'a AttrValue> {
+        let (own, common) = (self.own, self.common);
+        own.get_qualified(domain, id)
+            .or_else(|| common.get_qualified(domain, id))
     }
 
     /// Whether any attribute is published in `domain`.
@@ -113,7 +115,7 @@ impl Attributes {
         self.own.has_domain(domain) || self.common.has_domain(domain)
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &AttrValue)> {
+    pub(crate) fn iter(self) -> impl Iterator<Item = (&'a str, &'a AttrValue)> {
         self.common
             .0
             .iter()
@@ -123,7 +125,7 @@ impl Attributes {
 
     /// `lookupAttribute` of the scheduler: the fully qualified name, or the bare name when the
     /// domain is the device's driver.
-    pub(crate) fn lookup(&self, name: &str, driver: &str) -> Option<&AttrValue> {
+    pub(crate) fn lookup(&self, name: &str, driver: &str) -> Option<&'a AttrValue> {
         if let Some(found) = self.get(name) {
             return Some(found);
         }
@@ -166,16 +168,14 @@ pub(crate) struct Amounts(pub Box<[(Arc<str>, Quantity)]>);
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Consumes(pub Box<[(Arc<str>, Arc<Amounts>)]>);
 
-/// The published device, parsed. One is kept per device of the cluster, so it holds pointers to
-/// shared parts and no wider field (a `Quantity` would align it to 16 bytes).
-pub(crate) struct RawDevice {
-    pub name: Arc<str>,
-    pub attributes: Attributes,
+/// What a device is apart from its card's attributes and its node: its own attributes, capacity,
+/// counter consumption and flags. The same for one offer of one card position on every node of a
+/// model (the consumption names the card's counter set), so one copy serves them all; compared by
+/// the identity of its parts, each a shared copy already.
+pub(crate) struct Kind {
+    pub own: Arc<AttrList>,
     pub capacity: Arc<Capacity>,
     pub consumes: Arc<Consumes>,
-    pub taints: Option<Arc<Vec<DeviceTaint>>>,
-    /// Its node selection: its own (`perDeviceNodeSelection`), else its slice's (shared).
-    pub binding: Arc<NodeBinding>,
     /// Best fit: how many memory slices it consumes.
     pub memory_slices: u16,
     pub shared: bool,
@@ -183,10 +183,56 @@ pub(crate) struct RawDevice {
     pub is_mig: bool,
 }
 
+impl Kind {
+    fn identity(&self) -> (*const AttrList, *const Capacity, *const Consumes, u16, [bool; 3]) {
+        (
+            Arc::as_ptr(&self.own),
+            Arc::as_ptr(&self.capacity),
+            Arc::as_ptr(&self.consumes),
+            self.memory_slices,
+            [self.shared, self.has_binding_conditions, self.is_mig],
+        )
+    }
+}
+
+impl PartialEq for Kind {
+    fn eq(&self, other: &Kind) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for Kind {}
+
+impl std::hash::Hash for Kind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.identity().hash(state);
+    }
+}
+
+/// The published device, parsed. One is kept per device of the cluster, so it holds only
+/// pointers to shared parts (a `Quantity` would align it to 16 bytes).
+pub(crate) struct RawDevice {
+    pub name: Arc<str>,
+    /// The attributes common to its card.
+    pub common: Arc<AttrList>,
+    pub kind: Arc<Kind>,
+    pub taints: Option<Arc<Vec<DeviceTaint>>>,
+    /// Its node selection: its own (`perDeviceNodeSelection`), else its slice's (shared).
+    pub binding: Arc<NodeBinding>,
+}
+
 impl RawDevice {
+    pub(crate) fn attributes(&self) -> Attributes<'_> {
+        Attributes {
+            common: &self.common,
+            own: &self.kind.own,
+        }
+    }
+
     /// Best fit: the memory capacity (`memory`, or the first `<domain>/memory` in name order).
     pub(crate) fn memory(&self) -> Quantity {
-        self.capacity
+        self.kind
+            .capacity
             .0
             .iter()
             .find(|(name, _, _)| &**name == "memory" || name.ends_with("/memory"))
@@ -202,7 +248,7 @@ impl RawDevice {
             "resource.kubernetes.io/pciBusID",
         ]
         .iter()
-        .find_map(|name| self.attributes.get(name).and_then(AttrValue::as_str))
+        .find_map(|name| self.attributes().get(name).and_then(AttrValue::as_str))
         .unwrap_or_default()
     }
 }

@@ -116,7 +116,7 @@ impl Allocator {
                     .iter()
                     .filter(|s| {
                         let device = self.inventory.device(**s);
-                        (device.raw.shared || !self.usage.is_exclusive(**s))
+                        (device.raw.kind.shared || !self.usage.is_exclusive(**s))
                             && self.usage.counters_fit(&self.inventory, device)
                     })
                     .count();

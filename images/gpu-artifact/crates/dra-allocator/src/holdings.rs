@@ -55,6 +55,7 @@ fn take_one(holding: &mut Holding, inventory: &Inventory, usage: &mut Usage, rea
         inventory
             .device(slot)
             .raw
+            .kind
             .capacity
             .0
             .iter()

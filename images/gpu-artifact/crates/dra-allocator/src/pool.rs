@@ -162,7 +162,7 @@ impl Pool {
                     ));
                 }
                 let mut consumes = Vec::new();
-                for (set_name, amounts) in raw.consumes.0.iter() {
+                for (set_name, amounts) in raw.kind.consumes.0.iter() {
                     let index = own_sets[&s]
                         .get(&**set_name)
                         .or_else(|| pool_sets.get(&**set_name))

@@ -60,6 +60,7 @@ pub(crate) fn build(
                 *share_counter += 1;
                 let map: BTreeMap<String, K8sQuantity> = device
                     .raw
+                    .kind
                     .capacity
                     .0
                     .iter()

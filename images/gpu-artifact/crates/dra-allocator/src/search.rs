@@ -159,10 +159,10 @@ impl<'s, 'a> Search<'s, 'a> {
         // scheduler marks it allocating for the claim either way). Admin access skips only the
         // "in use by others" check: its counters and a share's capacity still count while the
         // claim is allocated, as `allocateDevice` runs `checkAvailableCounters` for it too.
-        if !device.raw.shared && self.in_claim.contains(&index) {
+        if !device.raw.kind.shared && self.in_claim.contains(&index) {
             return None;
         }
-        let take = match (alternative.admin, device.raw.shared) {
+        let take = match (alternative.admin, device.raw.kind.shared) {
             (true, true) => Take::AdminShare,
             (true, false) => Take::Admin,
             (false, true) => Take::Share,
@@ -177,23 +177,23 @@ impl<'s, 'a> Search<'s, 'a> {
         if take.holds_card() && !self.usage.card_allows(index, device, take) {
             return None;
         }
-        let already = if device.raw.shared {
+        let already = if device.raw.kind.shared {
             self.usage.shared_capacity.get(&index).map(Vec::as_slice)
         } else {
             None
         };
-        let consumed = capacity::consume(&device.raw.capacity, alternative.capacity.as_ref(), already)?;
+        let consumed = capacity::consume(&device.raw.kind.capacity, alternative.capacity.as_ref(), already)?;
         let driver = self.inventory.driver_of(index);
         let constraints = add_all(
             &mut self.constraints,
             request.name,
             &alternative.result_name,
-            &device.raw.attributes,
+            &device.raw.attributes(),
             driver,
         )?;
-        let consumed = if device.raw.shared { Some(consumed) } else { None };
+        let consumed = if device.raw.kind.shared { Some(consumed) } else { None };
         self.usage.take(self.inventory, index, take, consumed.as_deref());
-        if !device.raw.shared {
+        if !device.raw.kind.shared {
             self.in_claim.insert(index);
         }
         Some(Pick {
@@ -212,7 +212,7 @@ impl<'s, 'a> Search<'s, 'a> {
         }
         self.usage
             .release(self.inventory, pick.device, pick.take, pick.consumed.as_deref());
-        if !self.inventory.device(pick.device).raw.shared {
+        if !self.inventory.device(pick.device).raw.kind.shared {
             self.in_claim.remove(&pick.device);
         }
     }

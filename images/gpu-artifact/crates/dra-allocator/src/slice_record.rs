@@ -9,7 +9,7 @@ use std::sync::Arc;
 use dra_cel::Quantity;
 use k8s_openapi::api::resource::v1::{Device, DeviceAttribute, ResourceSlice};
 
-use crate::device::{Amounts, Attr, AttrList, AttrValue, Attributes, Capacity, Consumes, RawDevice};
+use crate::device::{Amounts, Attr, AttrList, AttrValue, Attributes, Capacity, Consumes, Kind, RawDevice};
 use crate::intern::Dedup;
 use crate::node_selection::NodeBinding;
 
@@ -30,6 +30,7 @@ pub(crate) struct Tables {
     pub attributes: Dedup<AttrList>,
     pub amounts: Dedup<Amounts>,
     pub consumes: Dedup<Consumes>,
+    pub kinds: Dedup<Kind>,
     pub counters: Dedup<CounterList>,
     pub capacities: BTreeMap<String, Arc<Capacity>>,
 }
@@ -37,6 +38,7 @@ pub(crate) struct Tables {
 impl Tables {
     /// Drops what no device holds any more: holders first, so the strings they held go too.
     pub(crate) fn prune(&mut self) {
+        self.kinds.prune();
         self.attributes.prune();
         self.attrs.prune();
         self.consumes.prune();
@@ -161,18 +163,27 @@ fn device_of(
         .filter(|(n, _)| !common.contains_key(n.as_str()))
         .map(|(n, v)| (n.as_str(), v))
         .collect();
+    let own = attr_list(own, tables);
     let attributes = Attributes {
-        common: Arc::clone(common_list),
-        own: attr_list(own, tables),
+        common: common_list,
+        own: &own,
     };
     let is_mig = attributes.iter().any(|(name, value)| {
         (name == "deviceType" || name == "gpu.deckhouse.io/deviceType") && value.as_str() == Some("MIG")
     });
-    Ok(RawDevice {
-        name: tables.strings.str(&device.name),
-        attributes,
+    let kind = Kind {
+        own,
         capacity,
         consumes: tables.consumes.value(Consumes(consumes.into())),
+        memory_slices,
+        shared: device.allow_multiple_allocations == Some(true),
+        has_binding_conditions: device.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()),
+        is_mig,
+    };
+    Ok(RawDevice {
+        name: tables.strings.str(&device.name),
+        common: Arc::clone(common_list),
+        kind: tables.kinds.value(kind),
         taints: device
             .taints
             .as_ref()
@@ -182,10 +193,6 @@ fn device_of(
             Some(shared) if **shared == binding => Arc::clone(shared),
             _ => Arc::new(binding),
         },
-        memory_slices,
-        shared: device.allow_multiple_allocations == Some(true),
-        has_binding_conditions: device.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()),
-        is_mig,
     })
 }
 
@@ -252,3 +259,7 @@ pub(crate) fn parse_slice(slice: &ResourceSlice, tables: &mut Tables) -> (SliceR
     }
     (record, parsed)
 }
+
+#[cfg(test)]
+#[path = "slice_record_tests.rs"]
+mod tests;

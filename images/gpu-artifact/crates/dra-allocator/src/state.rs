@@ -55,16 +55,16 @@ impl Allocator {
                     format!("device {}", device_name(slot)),
                     format!(
                         "attributes={:?} capacity={:?} consumes={consumes:?} card={:?} binding={:?} taints={:?} fit=({}, {:?}) flags=({}, {}, {})",
-                        device.raw.attributes.iter().collect::<Vec<_>>(),
-                        device.raw.capacity.0,
+                        device.raw.attributes().iter().collect::<Vec<_>>(),
+                        device.raw.kind.capacity.0,
                         device.card.map(set_name),
                         inventory.binding_of(slot),
                         device.raw.taints,
-                        device.raw.memory_slices,
+                        device.raw.kind.memory_slices,
                         device.raw.memory(),
-                        device.raw.shared,
-                        device.raw.has_binding_conditions,
-                        device.raw.is_mig,
+                        device.raw.kind.shared,
+                        device.raw.kind.has_binding_conditions,
+                        device.raw.kind.is_mig,
                     ),
                 );
             }

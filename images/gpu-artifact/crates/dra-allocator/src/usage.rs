@@ -106,7 +106,7 @@ impl Usage {
         let Some(card) = device.card.and_then(|c| self.cards.get(&c)) else {
             return true;
         };
-        if device.raw.is_mig {
+        if device.raw.kind.is_mig {
             return card.physical_exclusive == 0 && card.shared_offers.is_empty();
         }
         match take {
@@ -149,7 +149,7 @@ impl Usage {
         }
         if let Some(card) = device.card.filter(|_| take.holds_card()) {
             let card = self.cards.entry(card).or_default();
-            if device.raw.is_mig {
+            if device.raw.kind.is_mig {
                 card.mig += 1;
             } else if take == Take::Exclusive {
                 card.physical_exclusive += 1;
@@ -191,7 +191,7 @@ impl Usage {
             .filter(|_| take.holds_card())
             .and_then(|c| self.cards.get_mut(&c))
         {
-            if device.raw.is_mig {
+            if device.raw.kind.is_mig {
                 card.mig -= 1;
             } else if take == Take::Exclusive {
                 card.physical_exclusive -= 1;
