@@ -118,6 +118,7 @@ async fn main() {
     let (controller, _) = start_dra_controller(&ns, &ws).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let idle = controller.rss_kib().expect("controller RSS");
+    let idle_anon = controller.rss_anon_kib().expect("controller anonymous RSS");
 
     eprintln!("controller bench: storing {nodes} nodes x 8 H100 (split layout: {split_layout}) and {total} claims");
     let inventory = bench_workload::inventory(INVENTORY_SEED, nodes, split_layout).as_published();
@@ -141,8 +142,9 @@ async fn main() {
     );
 
     let (placed, took) = until_settled(&api, total, &controller).await;
-    let (settled, peak) = (
+    let (settled, settled_anon, peak) = (
         controller.rss_kib().expect("controller RSS"),
+        controller.rss_anon_kib().expect("controller anonymous RSS"),
         controller.peak_rss_kib().expect("controller peak RSS"),
     );
     remove_inventory(&client, &inventory).await;
@@ -162,6 +164,12 @@ async fn main() {
         mib(settled),
         settled as f64 / idle as f64,
         settled as f64 / BUDGET_KIB as f64
+    );
+    println!(
+        "  {:<52} {:>8.1} MiB  (baseline {:.1} MiB); the rest is mostly the binary's own pages",
+        "of which anonymous (heap, stacks: RssAnon)",
+        mib(settled_anon),
+        mib(idle_anon)
     );
     println!(
         "  {:<52} {:>8.1} MiB  {:>5.2}x baseline  {:>5.2} of the 64 MiB budget",

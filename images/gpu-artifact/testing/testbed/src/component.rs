@@ -135,6 +135,12 @@ impl ComponentProcess {
         self.status_kib("VmRSS:")
     }
 
+    /// Of the resident memory, the anonymous part in KiB (RssAnon: the heap and stacks), for
+    /// benchmarks; the rest is mostly the binary's own pages (RssFile).
+    pub fn rss_anon_kib(&self) -> Option<u64> {
+        self.status_kib("RssAnon:")
+    }
+
     /// The most resident memory the process has had in KiB (VmHWM), for benchmarks.
     pub fn peak_rss_kib(&self) -> Option<u64> {
         self.status_kib("VmHWM:")
