@@ -6,7 +6,7 @@
 //! few it holds (a claim's one request or one result: some 1.7 KB of empty room per claim), so the
 //! lists a store keeps are cut to their length.
 
-use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{Affinity, NodeSelectorRequirement, Pod, PodSpec, PodStatus};
 use k8s_openapi::api::resource::v1::{
     AllocatedDeviceStatus, DeviceRequest, DeviceSubRequest, ExactDeviceRequest, ResourceClaim, ResourceClaimStatus,
 };
@@ -102,6 +102,18 @@ fn names_and_classes(request: DeviceRequest) -> DeviceRequest {
     }
 }
 
+fn exact_requirements(requirements: Vec<NodeSelectorRequirement>) -> Vec<NodeSelectorRequirement> {
+    exact(
+        requirements
+            .into_iter()
+            .map(|mut r| {
+                r.values = r.values.map(exact);
+                r
+            })
+            .collect(),
+    )
+}
+
 fn lean_status(mut status: ResourceClaimStatus) -> ResourceClaimStatus {
     if let Some(allocation) = status.allocation.as_mut() {
         if let Some(devices) = allocation.devices.as_mut() {
@@ -114,28 +126,8 @@ fn lean_status(mut status: ResourceClaimStatus) -> ResourceClaimStatus {
                 terms
                     .into_iter()
                     .map(|mut term| {
-                        term.match_fields = term.match_fields.map(|fields| {
-                            exact(
-                                fields
-                                    .into_iter()
-                                    .map(|mut f| {
-                                        f.values = f.values.map(exact);
-                                        f
-                                    })
-                                    .collect(),
-                            )
-                        });
-                        term.match_expressions = term.match_expressions.map(|expressions| {
-                            exact(
-                                expressions
-                                    .into_iter()
-                                    .map(|mut e| {
-                                        e.values = e.values.map(exact);
-                                        e
-                                    })
-                                    .collect(),
-                            )
-                        });
+                        term.match_fields = term.match_fields.map(exact_requirements);
+                        term.match_expressions = term.match_expressions.map(exact_requirements);
                         term
                     })
                     .collect(),
