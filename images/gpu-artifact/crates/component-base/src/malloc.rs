@@ -60,16 +60,19 @@ mod tests {
     #[test]
     fn concurrent_threads_share_one_arena() {
         if std::env::var_os(CHILD).is_none() {
-            let status = std::process::Command::new(std::env::current_exe().unwrap())
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
                     "malloc::tests::concurrent_threads_share_one_arena",
                     "--test-threads=1",
                 ])
                 .env(CHILD, "1")
-                .status()
+                .output()
                 .unwrap();
-            assert!(status.success(), "the child's check failed");
+            let out = String::from_utf8_lossy(&child.stdout);
+            assert!(child.status.success(), "the child's check failed: {out}");
+            // A renamed test would match nothing and pass without checking.
+            assert!(out.contains("1 passed"), "the child ran the check: {out}");
             return;
         }
         compact_malloc();

@@ -40,13 +40,10 @@ impl SetUses {
 
 impl From<Vec<(u32, Arc<Positions>)>> for SetUses {
     fn from(mut uses: Vec<(u32, Arc<Positions>)>) -> SetUses {
-        match (uses.pop(), uses.is_empty()) {
-            (Some(one), true) => SetUses::One([one]),
-            (Some(last), false) => {
-                uses.push(last);
-                SetUses::Many(uses.into())
-            }
-            (None, _) => SetUses::none(),
+        if uses.len() == 1 {
+            SetUses::One([uses.remove(0)])
+        } else {
+            SetUses::Many(uses.into())
         }
     }
 }
