@@ -8,8 +8,6 @@
 //! Cards are identified by their counter set `pgpu-<pci>`: every offer of a card consumes it in
 //! both slice layouts, and it does not depend on attributes a foreign writer could omit.
 
-use std::collections::HashMap;
-
 use k8s_openapi::api::resource::v1::AllocationResult;
 
 use crate::holdings::Holdings;
@@ -36,28 +34,39 @@ impl std::fmt::Display for InvariantViolation {
     }
 }
 
+/// What the audit has replayed so far. Who took what is one list in taking order, read only to name
+/// the holders of a violation (rare): a map of owned names per device and per card cost a list and
+/// a copy of the name for every held device, every round.
 #[derive(Default)]
-struct Replay {
+struct Replay<'a> {
     usage: Usage,
-    /// Claims that took each device and each card so far.
-    device_holders: HashMap<u32, Vec<String>>,
-    card_holders: HashMap<u32, Vec<String>>,
+    /// (device slot, its card, claim) for every result taken so far.
+    taken: Vec<(u32, Option<u32>, &'a str)>,
     violations: Vec<InvariantViolation>,
 }
 
-impl Replay {
-    fn result(&mut self, inventory: &Inventory, claim: &str, slot: u32, take: Take) {
+impl<'a> Replay<'a> {
+    /// The claims that took `slot`, or any device of `card`, so far.
+    fn holders(&self, slot: Option<u32>, card: Option<u32>) -> Vec<String> {
+        let held = |(s, c, _): &&(u32, Option<u32>, &str)| slot == Some(*s) || (card.is_some() && card == *c);
+        self.taken
+            .iter()
+            .filter(held)
+            .map(|(_, _, claim)| claim.to_string())
+            .collect()
+    }
+
+    fn result(&mut self, inventory: &Inventory, claim: &'a str, slot: u32, take: Take) {
         let device = inventory.device(slot);
         let pool = inventory.pool(device.pool);
-        let card_holders = device.card.and_then(|c| self.card_holders.get(&c)).cloned();
-        let violation = |reason: &str, holders: Option<Vec<String>>| InvariantViolation {
+        let violation = |reason: &str, holders: Vec<String>| InvariantViolation {
             claim: claim.to_owned(),
             device: format!("{}/{}", pool.name, device.raw.name),
             reason: reason.to_owned(),
-            holders: holders.unwrap_or_default(),
+            holders,
         };
         if take == Take::Exclusive && self.usage.is_exclusive(slot) {
-            let holders = self.device_holders.get(&slot).cloned();
+            let holders = self.holders(Some(slot), None);
             self.violations
                 .push(violation("allocated to more than one claim", holders));
         }
@@ -69,17 +78,15 @@ impl Replay {
             } else {
                 "shared Physical allocation on a card that carries a MIG, exclusive or differently shared allocation"
             };
-            self.violations.push(violation(reason, card_holders.clone()));
+            self.violations.push(violation(reason, self.holders(None, device.card)));
         }
         if self.usage.charges_counters(slot, take) && !self.usage.counters_fit(inventory, device) {
+            let holders = self.holders(None, device.card);
             self.violations
-                .push(violation("counters of its card are over-committed", card_holders));
+                .push(violation("counters of its card are over-committed", holders));
         }
         self.usage.take(inventory, slot, take, None);
-        self.device_holders.entry(slot).or_default().push(claim.to_owned());
-        if let Some(card) = device.card {
-            self.card_holders.entry(card).or_default().push(claim.to_owned());
-        }
+        self.taken.push((slot, device.card, claim));
     }
 }
 

@@ -200,6 +200,11 @@ fn the_audit_names_a_mig_allocation_beside_a_physical_one() {
     let violations = allocator.audit(&[allocated("whole", "gpu0"), allocated("part", "gpu0-mig-1g6gb-0")]);
     assert!(!violations.is_empty());
     assert_eq!(violations[0].claim, "default/part");
+    assert_eq!(
+        violations[0].holders,
+        ["default/whole"],
+        "the claim already on that card"
+    );
     assert!(
         violations[0].reason.contains("MIG allocation on a card"),
         "{}",
