@@ -30,10 +30,12 @@ pub(crate) struct Held {
     pub holdings: Box<[Holding]>,
 }
 
+/// Claims by id, and the ids of the claims holding something in each pool: one shared copy of
+/// each id.
 #[derive(Default)]
 pub(crate) struct Holdings {
-    pub claims: HashMap<String, Held>,
-    by_pool: HashMap<PoolKey, BTreeSet<String>>,
+    pub claims: HashMap<Arc<str>, Held>,
+    by_pool: HashMap<PoolKey, BTreeSet<Arc<str>>>,
 }
 
 impl Holding {
@@ -87,6 +89,7 @@ impl Holdings {
     ) {
         self.remove(id, inventory, usage, reach);
         let Some(allocation) = allocation else { return };
+        let id: Arc<str> = Arc::from(id);
         let mut holdings = Vec::new();
         for r in allocation.devices.iter().flat_map(|d| d.results.iter().flatten()) {
             if r.admin_access == Some(true) {
@@ -110,15 +113,12 @@ impl Holdings {
                 taken: None,
             };
             take_one(&mut holding, inventory, usage, reach);
-            self.by_pool
-                .entry(holding.pool.clone())
-                .or_default()
-                .insert(id.to_owned());
+            self.by_pool.entry(holding.pool.clone()).or_default().insert(id.clone());
             holdings.push(holding);
         }
         if !holdings.is_empty() {
             self.claims.insert(
-                id.to_owned(),
+                id,
                 Held {
                     name: name.to_owned(),
                     holdings: holdings.into_boxed_slice(),
