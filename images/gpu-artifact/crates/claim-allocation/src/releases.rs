@@ -5,18 +5,43 @@
 //! Pure bookkeeping: it never writes, and a claim that was deleted is forgotten without a report
 //! (an Event about an object that no longer exists helps nobody).
 
-use std::collections::HashMap;
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use dra_allocator::GPU_DRIVER;
-use k8s_openapi::api::resource::v1::ResourceClaim;
-use kube::ResourceExt;
+use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, ResourceClaim};
 
-/// Our driver's allocated devices of every claim seen allocated in the last round, by claim uid.
+/// Every claim seen holding devices of our driver in the last round, as the store had it (a
+/// pointer each: the devices are read again only from a claim that released them).
 #[derive(Default)]
 pub struct Releases {
-    held: HashMap<String, Vec<String>>,
+    held: HashSet<ByUid>,
 }
+
+/// A claim found by its uid.
+struct ByUid(Arc<ResourceClaim>);
+
+impl Borrow<str> for ByUid {
+    fn borrow(&self) -> &str {
+        self.0.metadata.uid.as_deref().unwrap_or_default()
+    }
+}
+
+impl Hash for ByUid {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        Borrow::<str>::borrow(self).hash(state)
+    }
+}
+
+impl PartialEq for ByUid {
+    fn eq(&self, other: &Self) -> bool {
+        Borrow::<str>::borrow(self) == Borrow::<str>::borrow(other)
+    }
+}
+
+impl Eq for ByUid {}
 
 /// One claim that released devices, with the devices (`pool/device`).
 #[derive(Debug, PartialEq)]
@@ -29,17 +54,15 @@ impl Releases {
     /// Records this round's claims and returns those that held devices of our driver in the last
     /// round and hold none now. The first round reports nothing: it has no last round.
     pub fn update(&mut self, claims: &[Arc<ResourceClaim>]) -> Vec<Released> {
-        let mut held = HashMap::new();
+        let mut held = HashSet::new();
         let mut released = vec![];
         for claim in claims {
-            let uid = claim.uid().unwrap_or_default();
-            let devices = our_devices(claim);
-            if !devices.is_empty() {
-                held.insert(uid, devices);
-            } else if let Some(before) = self.held.get(&uid) {
+            if our_results(claim).next().is_some() {
+                held.insert(ByUid(claim.clone()));
+            } else if let Some(before) = self.held.get(claim.metadata.uid.as_deref().unwrap_or_default()) {
                 released.push(Released {
                     claim: claim.clone(),
-                    devices: before.clone(),
+                    devices: our_devices(&before.0),
                 });
             }
         }
@@ -48,17 +71,19 @@ impl Releases {
     }
 }
 
-fn our_devices(claim: &ResourceClaim) -> Vec<String> {
+/// The results of `claim`'s allocation for our driver.
+fn our_results(claim: &ResourceClaim) -> impl Iterator<Item = &DeviceRequestAllocationResult> {
     let results = claim
         .status
         .iter()
         .flat_map(|s| s.allocation.iter())
         .flat_map(|a| a.devices.iter())
         .flat_map(|d| d.results.iter().flatten());
-    results
-        .filter(|r| r.driver == GPU_DRIVER)
-        .map(|r| format!("{}/{}", r.pool, r.device))
-        .collect()
+    results.filter(|r| r.driver == GPU_DRIVER)
+}
+
+fn our_devices(claim: &ResourceClaim) -> Vec<String> {
+    our_results(claim).map(|r| format!("{}/{}", r.pool, r.device)).collect()
 }
 
 #[cfg(test)]
