@@ -6,9 +6,10 @@
 //! few it holds (a claim's one request or one result: some 1.7 KB of empty room per claim), so the
 //! lists a store keeps are cut to their length.
 
-use k8s_openapi::api::core::v1::{Affinity, NodeSelectorRequirement, Pod, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec, PodStatus};
 use k8s_openapi::api::resource::v1::{
-    AllocatedDeviceStatus, DeviceRequest, DeviceSubRequest, ExactDeviceRequest, ResourceClaim, ResourceClaimStatus,
+    AllocatedDeviceStatus, DeviceRequest, DeviceRequestAllocationResult, DeviceSubRequest, ExactDeviceRequest,
+    ResourceClaim, ResourceClaimStatus,
 };
 use kube::Resource;
 use kube::core::ObjectMeta;
@@ -21,7 +22,8 @@ pub fn without_managed_fields<K: Resource>(object: &mut K) {
 /// Keeps of a claim its identity and version, creation and deletion times, owners, spec and status;
 /// of an allocated claim's requests only their names and classes (the allocation metrics' labels:
 /// nothing allocates it again unless it is deallocated, and then the watch brings it whole), of its
-/// prepared devices only which they are. Every list is cut to its length.
+/// allocation which devices and shares it holds and when it was made, of its prepared devices only
+/// which they are. Every list is cut to its length.
 pub fn lean_claim(claim: &mut ResourceClaim) {
     let metadata = std::mem::take(&mut claim.metadata);
     claim.metadata = ObjectMeta {
@@ -102,37 +104,32 @@ fn names_and_classes(request: DeviceRequest) -> DeviceRequest {
     }
 }
 
-fn exact_requirements(requirements: Vec<NodeSelectorRequirement>) -> Vec<NodeSelectorRequirement> {
-    exact(
-        requirements
-            .into_iter()
-            .map(|mut r| {
-                r.values = r.values.map(exact);
-                r
-            })
-            .collect(),
-    )
+/// Which device a result names, for which request, and whether as a share or with admin access:
+/// what the releases, the metrics and the repair read.
+fn lean_result(result: DeviceRequestAllocationResult) -> DeviceRequestAllocationResult {
+    DeviceRequestAllocationResult {
+        request: result.request,
+        driver: result.driver,
+        pool: result.pool,
+        device: result.device,
+        share_id: result.share_id,
+        admin_access: result.admin_access,
+        ..DeviceRequestAllocationResult::default()
+    }
 }
 
 fn lean_status(mut status: ResourceClaimStatus) -> ResourceClaimStatus {
     if let Some(allocation) = status.allocation.as_mut() {
         if let Some(devices) = allocation.devices.as_mut() {
-            devices.results = devices.results.take().map(exact);
+            devices.results = devices
+                .results
+                .take()
+                .map(|results| exact(results.into_iter().map(lean_result).collect()));
             devices.config = devices.config.take().map(exact);
         }
-        if let Some(selector) = allocation.node_selector.as_mut() {
-            let terms = std::mem::take(&mut selector.node_selector_terms);
-            selector.node_selector_terms = exact(
-                terms
-                    .into_iter()
-                    .map(|mut term| {
-                        term.match_fields = term.match_fields.map(exact_requirements);
-                        term.match_expressions = term.match_expressions.map(exact_requirements);
-                        term
-                    })
-                    .collect(),
-            );
-        }
+        // Where the claim's devices are is the engine's to know; a round writes node selectors
+        // and reads none from the store.
+        allocation.node_selector = None;
     }
     status.reserved_for = status.reserved_for.map(exact);
     status.devices = status.devices.map(|devices| {

@@ -44,7 +44,9 @@ fn claim(allocated: bool) -> ResourceClaim {
             "selectors": [{"cel": {"expression": "device.attributes[\"gpu.deckhouse.io\"].migProfile == \"1g.6gb\""}}]}}]}}});
     if allocated {
         value["status"] = json!({
-            "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.deckhouse.io", "pool": "n1", "device": "gpu-0-mig-1g.6gb-0"}]},
+            "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.deckhouse.io", "pool": "n1", "device": "gpu-0-mig-1g.6gb-0",
+                    "shareID": "3f1c2b1e-5d6a-4c43-9a57-0d8e3c2b1a10", "consumedCapacity": {"memory": "6Gi"}, "tolerations": [{"key": "k", "operator": "Exists"}]}]},
+                "allocationTimestamp": "2026-11-28T18:00:01Z",
                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}},
             "reservedFor": [{"resource": "pods", "name": "p", "uid": "pu"}],
             "devices": [{"driver": "gpu.deckhouse.io", "pool": "n1", "device": "gpu-0-mig-1g.6gb-0",
@@ -61,13 +63,8 @@ fn every_list_is_exact(claim: &ResourceClaim) -> bool {
         .and_then(|s| s.allocation.as_ref())
         .and_then(|a| a.devices.as_ref())
         .and_then(|d| d.results.as_ref());
-    let terms = status
-        .and_then(|s| s.allocation.as_ref())
-        .and_then(|a| a.node_selector.as_ref())
-        .map(|n| &n.node_selector_terms);
     requests.capacity() == requests.len()
         && results.is_none_or(|r| r.capacity() == r.len())
-        && terms.is_none_or(|t| t.capacity() == t.len())
         && claim
             .metadata
             .owner_references
@@ -89,13 +86,25 @@ fn an_unallocated_claim_keeps_its_whole_spec_in_exact_lists() {
 }
 
 #[test]
-fn an_allocated_claim_keeps_its_allocation_and_its_requests_classes() {
+fn an_allocated_claim_keeps_which_devices_it_holds_and_its_requests_classes() {
     let mut lean = claim(true);
     lean_claim(&mut lean);
     let whole = claim(true);
     assert!(every_list_is_exact(&lean));
     let status = lean.status.as_ref().unwrap();
-    assert_eq!(status.allocation, whole.status.as_ref().unwrap().allocation);
+    let allocation = status.allocation.as_ref().unwrap();
+    assert_eq!(
+        serde_json::to_value(&allocation.devices).unwrap(),
+        json!({"results": [{"request": "gpu", "driver": "gpu.deckhouse.io", "pool": "n1", "device": "gpu-0-mig-1g.6gb-0",
+            "shareID": "3f1c2b1e-5d6a-4c43-9a57-0d8e3c2b1a10"}]}),
+        "the device and share, without what the share consumed or its tolerations"
+    );
+    assert_eq!(
+        allocation.node_selector, None,
+        "the round reads no node selector from the store"
+    );
+    let whole_allocation = whole.status.as_ref().unwrap().allocation.as_ref().unwrap();
+    assert_eq!(allocation.allocation_timestamp, whole_allocation.allocation_timestamp);
     assert_eq!(status.reserved_for, whole.status.as_ref().unwrap().reserved_for);
     assert_eq!(
         serde_json::to_value(&status.devices).unwrap(),
