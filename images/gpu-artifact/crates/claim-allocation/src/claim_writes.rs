@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::FIELD_MANAGER;
 use crate::fencing::Fence;
 use crate::selection::SCHEDULING_GATE;
+use crate::stored_claims::AllocatedClaim;
 
 /// What became of a write.
 pub enum Written {
@@ -60,16 +61,16 @@ impl ClaimWrites<'_> {
 
     /// Clears `status.allocation` of a claim as the audit saw it (`resourceVersion` precondition),
     /// so it is allocated again.
-    pub async fn deallocation(&self, claim: &ResourceClaim) -> anyhow::Result<Written> {
+    pub async fn deallocation(&self, claim: &AllocatedClaim) -> anyhow::Result<Written> {
         self.fenced().await?;
-        let patch = deallocation_patch(claim);
+        let patch = deallocation_patch(&claim.resource_version);
         let params = PatchParams {
             field_manager: Some(FIELD_MANAGER.into()),
             ..PatchParams::default()
         };
         conflict_is_no(
-            self.claims(claim)
-                .patch_status(&claim.name_any(), &params, &Patch::Merge(&patch))
+            Api::<ResourceClaim>::namespaced(self.client.clone(), &claim.namespace)
+                .patch_status(&claim.name, &params, &Patch::Merge(&patch))
                 .await,
         )
     }
@@ -110,8 +111,8 @@ pub fn allocation_patch(claim: &ResourceClaim, allocation: &AllocationResult, no
 }
 
 /// The merge patch that clears a claim's allocation only at the resourceVersion it was read at.
-pub fn deallocation_patch(claim: &ResourceClaim) -> serde_json::Value {
-    json!({"metadata": {"resourceVersion": claim.resource_version()}, "status": {"allocation": null}})
+pub fn deallocation_patch(resource_version: &str) -> serde_json::Value {
+    json!({"metadata": {"resourceVersion": resource_version}, "status": {"allocation": null}})
 }
 
 fn conflict_is_no(result: Result<ResourceClaim, kube::Error>) -> anyhow::Result<Written> {
@@ -144,7 +145,7 @@ mod tests {
     #[test]
     fn a_deallocation_is_bound_to_the_version_the_audit_saw() {
         assert_eq!(
-            deallocation_patch(&claim("a", "gpu-physical", 1, 42)),
+            deallocation_patch(&AllocatedClaim::of(&claim("a", "gpu-physical", 1, 42)).resource_version),
             json!({"metadata": {"resourceVersion": "42"}, "status": {"allocation": null}})
         );
     }

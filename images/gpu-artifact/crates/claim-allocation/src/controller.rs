@@ -19,11 +19,12 @@ use tokio::sync::{Notify, watch as tokio_watch};
 use tokio::time::Instant;
 
 use crate::FIELD_MANAGER;
+use crate::claim_store::{ClaimStore, claim_store};
 use crate::claim_writes::ClaimWrites;
 use crate::engine_feed::EngineFeed;
 use crate::engine_thread::EngineThread;
 use crate::fencing::{Fence, NotLeading};
-use crate::lean_objects::{lean_claim, lean_pod, without_managed_fields};
+use crate::lean_objects::{lean_pod, without_managed_fields};
 use crate::metrics::Metrics;
 use crate::node_facts::NodeFactStores;
 use crate::node_watch::watch_nodes;
@@ -36,7 +37,7 @@ const BURST_WINDOW: Duration = Duration::from_millis(50);
 pub const READY_GATE: &str = "caches-synced";
 
 struct Stores {
-    claims: Store<ResourceClaim>,
+    claims: ClaimStore,
     classes: Store<DeviceClass>,
     pods: Store<Pod>,
     nodes: Store<Node>,
@@ -87,6 +88,33 @@ where
     store
 }
 
+/// Watches claims into the engine, then into the claim store (see `stored_claims`).
+fn watch_claims(api: Api<ResourceClaim>, trigger: Arc<Notify>, engine: EngineThread) -> ClaimStore {
+    let (store, mut writer) = claim_store();
+    let stream = watcher(api, list_in_pages())
+        .backoff(controller_plumbing::WatchBackoff::default())
+        .then(move |event| {
+            let engine = engine.clone();
+            async move {
+                if let Ok(event) = &event {
+                    let event = event.clone();
+                    engine.send(move |feed| feed.claim_event(event)).await;
+                }
+                event
+            }
+        })
+        .for_each(move |event| {
+            match event {
+                Ok(event) => writer.apply(event),
+                Err(error) => tracing::warn!(%error, "watch error"),
+            }
+            trigger.notify_one();
+            futures::future::ready(())
+        });
+    tokio::spawn(stream);
+    store
+}
+
 /// Watches ResourceSlices for the engine alone, which keeps them in its compact form; no store
 /// keeps a copy. The receiver turns true once the first list is in the engine's queue.
 fn watch_slices(api: Api<ResourceSlice>, trigger: Arc<Notify>, engine: EngineThread) -> tokio_watch::Receiver<bool> {
@@ -124,12 +152,7 @@ pub async fn run(
     let engine = EngineThread::start()?;
     let trigger = Arc::new(Notify::new());
     let stores = Stores {
-        claims: watch(
-            Api::all(client.clone()),
-            trigger.clone(),
-            Some((engine.clone(), EngineFeed::claim_event)),
-            lean_claim,
-        ),
+        claims: watch_claims(Api::all(client.clone()), trigger.clone(), engine.clone()),
         classes: watch(
             Api::all(client.clone()),
             trigger.clone(),

@@ -8,13 +8,15 @@
 //! once while it lasts.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use dra_allocator::{GPU_DRIVER, InvariantViolation};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::claim_writes::Written;
-use crate::pass::{Round, Snapshot, claim_key, reference};
+use crate::pass::{Round, Snapshot};
+use crate::stored_claims::{AllocatedClaim, StoredClaim};
 
 /// The audit's reason for a device that is not multi-allocatable and held by more than one claim.
 pub const HELD_TWICE: &str = "allocated to more than one claim";
@@ -107,9 +109,17 @@ pub fn repair_note(deallocation: &Deallocation) -> String {
 impl Round<'_> {
     pub(crate) async fn audit_and_repair(&mut self, snapshot: &Snapshot) -> anyhow::Result<()> {
         let violations = self.engine.call(|feed| feed.engine.audit_held()).await?;
-        let by_key: HashMap<String, _> = snapshot.claims.iter().map(|c| (claim_key(c), c)).collect();
         let current: HashSet<String> = violations.iter().map(ToString::to_string).collect();
         self.memory.reported_violations.retain(|v| current.contains(v));
+        if violations.is_empty() {
+            return Ok(());
+        }
+        let by_key: HashMap<String, &Arc<AllocatedClaim>> = snapshot
+            .claims
+            .iter()
+            .filter_map(StoredClaim::allocated)
+            .map(|c| (c.key(), c))
+            .collect();
         for violation in &violations {
             let key = violation.to_string();
             if self.memory.reported_violations.insert(key.clone()) {
@@ -117,14 +127,14 @@ impl Round<'_> {
                 tracing::error!(%violation, "safety invariant violated");
                 if let Some(claim) = by_key.get(&violation.claim) {
                     self.events
-                        .warning(&reference(claim), "InvariantViolated", "Audit", key)
+                        .warning(&claim.reference(), "InvariantViolated", "Audit", key)
                         .await;
                 }
             }
         }
         let facts: HashMap<String, ClaimFacts> = by_key
             .iter()
-            .map(|(key, claim)| (key.clone(), ClaimFacts::of(claim)))
+            .map(|(key, claim)| (key.clone(), claim.facts.clone()))
             .collect();
         for deallocation in deallocations(&violations, &facts) {
             // Only as the round read it: the claim must still hold the device.
@@ -141,7 +151,7 @@ impl Round<'_> {
                     let note = repair_note(&deallocation);
                     tracing::warn!(claim = %deallocation.claim, %note, "repaired a double allocation");
                     self.events
-                        .warning(&reference(claim), "DoubleAllocationRepaired", "Deallocate", note)
+                        .warning(&claim.reference(), "DoubleAllocationRepaired", "Deallocate", note)
                         .await;
                 }
                 // It changed since the audit read it: the next round audits it again.
@@ -153,14 +163,8 @@ impl Round<'_> {
 }
 
 /// Whether `claim`'s allocation holds `device` (`pool/device`).
-fn holds(claim: &ResourceClaim, device: &str) -> bool {
-    claim
-        .status
-        .iter()
-        .flat_map(|s| s.allocation.iter())
-        .flat_map(|a| a.devices.iter())
-        .flat_map(|d| d.results.iter().flatten())
-        .any(|r| format!("{}/{}", r.pool, r.device) == device)
+fn holds(claim: &AllocatedClaim, device: &str) -> bool {
+    claim.held.iter().any(|d| format!("{}/{}", d.pool, d.device) == device)
 }
 
 #[cfg(test)]

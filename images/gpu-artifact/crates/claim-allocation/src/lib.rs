@@ -13,6 +13,7 @@
 //!
 //! It never touches nodes, and it is never needed for safety: the published counters are.
 
+pub mod claim_store;
 pub mod claim_writes;
 pub mod controller;
 pub mod double_allocation;
@@ -32,6 +33,7 @@ pub mod pod_nodes;
 pub mod releases;
 pub mod round_schedule;
 pub mod selection;
+pub mod stored_claims;
 #[cfg(test)]
 mod test_objects;
 

@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 
 use dra_allocator::{Allocator, GPU_DRIVER};
-use k8s_openapi::api::resource::v1::ResourceClaim;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use crate::stored_claims::AllocatedClaim;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 #[allow(non_snake_case)]
@@ -92,25 +93,19 @@ const DEVICE_TYPE_ATTRIBUTES: [&str; 2] = ["gpu.deckhouse.io/deviceType", "devic
 /// are the engine's (from the published slices); a device no usable pool publishes counts as
 /// `unknown`.
 pub fn allocation_counts<'a>(
-    claims: impl IntoIterator<Item = &'a ResourceClaim>,
+    claims: impl IntoIterator<Item = &'a AllocatedClaim>,
     engine: &Allocator,
 ) -> BTreeMap<AllocationLabels, i64> {
     let mut counts = BTreeMap::new();
     for claim in claims {
-        let Some(allocation) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) else {
-            continue;
-        };
-        for result in allocation.devices.iter().flat_map(|d| d.results.iter().flatten()) {
-            if result.driver != GPU_DRIVER {
-                continue;
-            }
+        for held in &claim.held {
             let (device_type, node) = engine
-                .device_labels(GPU_DRIVER, &result.pool, &result.device, &DEVICE_TYPE_ATTRIBUTES)
+                .device_labels(GPU_DRIVER, &held.pool, &held.device, &DEVICE_TYPE_ATTRIBUTES)
                 .map_or(("unknown", "unknown"), |(device_type, node)| {
                     (device_type.unwrap_or("unknown"), node.unwrap_or_default())
                 });
             let labels = AllocationLabels {
-                class: request_class(claim, &result.request),
+                class: claim.class_of(&held.request).unwrap_or("unknown").to_owned(),
                 deviceType: device_type.to_owned(),
                 node: node.to_owned(),
             };
@@ -127,31 +122,10 @@ pub fn add_counts(counts: &mut BTreeMap<AllocationLabels, i64>, more: BTreeMap<A
     }
 }
 
-/// The class a result's request (`<req>` or `<req>/<sub>`) asked for.
-fn request_class(claim: &ResourceClaim, request: &str) -> String {
-    let (main, sub) = request.split_once('/').map_or((request, None), |(m, s)| (m, Some(s)));
-    claim
-        .spec
-        .devices
-        .iter()
-        .flat_map(|d| d.requests.iter().flatten())
-        .find(|r| r.name == main)
-        .and_then(|r| match sub {
-            None => r.exactly.as_ref().map(|e| e.device_class_name.clone()),
-            Some(sub) => r
-                .first_available
-                .iter()
-                .flatten()
-                .find(|s| s.name == sub)
-                .map(|s| s.device_class_name.clone()),
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::resource::v1::ResourceSlice;
+    use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
     use serde_json::json;
 
     #[test]
@@ -175,10 +149,8 @@ mod tests {
             }))
             .unwrap()
         };
-        let counts = allocation_counts(
-            &[claim("a", "gpu"), claim("b", "gpu"), claim("c", "alt/big")],
-            &Allocator::new(&[slice], &[], &[]),
-        );
+        let claims = [claim("a", "gpu"), claim("b", "gpu"), claim("c", "alt/big")].map(|c| AllocatedClaim::of(&c));
+        let counts = allocation_counts(&claims, &Allocator::new(&[slice], &[], &[]));
         let mig = AllocationLabels {
             class: "mig-1g".into(),
             deviceType: "MIG".into(),

@@ -22,10 +22,11 @@ use crate::pending_reason::NodeFacts;
 use crate::pod_nodes::nodes_for;
 use crate::releases::Releases;
 use crate::selection::plan;
+use crate::stored_claims::{AllocatedClaim, StoredClaim};
 
 /// What a round sees.
 pub struct Snapshot {
-    pub claims: Vec<Arc<ResourceClaim>>,
+    pub claims: Vec<StoredClaim>,
     pub classes: Vec<Arc<DeviceClass>>,
     pub pods: Vec<Arc<Pod>>,
     /// Lean Nodes (see `pod_nodes::lean_node`): where a gated Pod may run.
@@ -99,10 +100,10 @@ impl Round<'_> {
                 .normal(&reference(&released.claim), "Released", "Deallocate", note)
                 .await;
         }
-        let live: HashSet<String> = snapshot.claims.iter().map(|c| claim_id(c)).collect();
+        let live: HashSet<String> = snapshot.claims.iter().map(StoredClaim::id).collect();
         self.memory.prune(&live);
         let pods = snapshot.pods.iter().filter_map(|p| p.metadata.uid.clone());
-        let claims = snapshot.claims.iter().filter_map(|c| c.metadata.uid.clone());
+        let claims = snapshot.claims.iter().map(|c| c.uid().to_owned());
         self.events.prune(&pods.chain(claims).collect());
         let ignored = self.engine.call(|feed| feed.engine.ignored_slices().len()).await?;
         self.metrics.ignored_slices.set(ignored as i64);
@@ -153,10 +154,11 @@ impl Round<'_> {
                 .await?;
         }
 
-        let before: Vec<Arc<ResourceClaim>> = snapshot
+        let before: Vec<Arc<AllocatedClaim>> = snapshot
             .claims
             .iter()
-            .filter(|c| !newly.keys.contains(&claim_key(c)))
+            .filter_map(StoredClaim::allocated)
+            .filter(|c| !newly.keys.contains(&c.key()))
             .cloned()
             .collect();
         let mut counts = self
@@ -189,7 +191,7 @@ impl Round<'_> {
             .engine
             .call(move |feed| {
                 feed.wrote(&stored);
-                allocation_counts([&stored], &feed.engine)
+                allocation_counts([&AllocatedClaim::of(&stored)], &feed.engine)
             })
             .await?;
         add_counts(&mut newly.counts, counts);

@@ -10,34 +10,35 @@ use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use dra_allocator::GPU_DRIVER;
-use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, ResourceClaim};
+use k8s_openapi::api::resource::v1::ResourceClaim;
+
+use crate::stored_claims::{AllocatedClaim, StoredClaim};
 
 /// Every claim seen holding devices of our driver in the last round, as the store had it (a
-/// pointer each: the devices are read again only from a claim that released them).
+/// pointer each).
 #[derive(Default)]
 pub struct Releases {
     held: HashSet<ByUid>,
 }
 
-/// A claim found by its uid.
-struct ByUid(Arc<ResourceClaim>);
+/// An allocated claim found by its uid.
+struct ByUid(Arc<AllocatedClaim>);
 
 impl Borrow<str> for ByUid {
     fn borrow(&self) -> &str {
-        self.0.metadata.uid.as_deref().unwrap_or_default()
+        &self.0.uid
     }
 }
 
 impl Hash for ByUid {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        Borrow::<str>::borrow(self).hash(state)
+        self.0.uid.hash(state)
     }
 }
 
 impl PartialEq for ByUid {
     fn eq(&self, other: &Self) -> bool {
-        Borrow::<str>::borrow(self) == Borrow::<str>::borrow(other)
+        self.0.uid == other.0.uid
     }
 }
 
@@ -53,17 +54,25 @@ pub struct Released {
 impl Releases {
     /// Records this round's claims and returns those that held devices of our driver in the last
     /// round and hold none now. The first round reports nothing: it has no last round.
-    pub fn update(&mut self, claims: &[Arc<ResourceClaim>]) -> Vec<Released> {
+    pub fn update(&mut self, claims: &[StoredClaim]) -> Vec<Released> {
         let mut held = HashSet::new();
         let mut released = vec![];
         for claim in claims {
-            if our_results(claim).next().is_some() {
-                held.insert(ByUid(claim.clone()));
-            } else if let Some(before) = self.held.get(claim.metadata.uid.as_deref().unwrap_or_default()) {
-                released.push(Released {
-                    claim: claim.clone(),
-                    devices: our_devices(&before.0),
-                });
+            match claim {
+                StoredClaim::Allocated(claim) if !claim.held.is_empty() => {
+                    held.insert(ByUid(claim.clone()));
+                }
+                StoredClaim::Allocated(_) => {}
+                StoredClaim::Pending(claim) => {
+                    let uid = claim.metadata.uid.as_deref().unwrap_or_default();
+                    if let Some(before) = self.held.get(uid) {
+                        let devices = before.0.held.iter().map(|d| format!("{}/{}", d.pool, d.device));
+                        released.push(Released {
+                            claim: claim.clone(),
+                            devices: devices.collect(),
+                        });
+                    }
+                }
             }
         }
         self.held = held;
@@ -71,27 +80,13 @@ impl Releases {
     }
 }
 
-/// The results of `claim`'s allocation for our driver.
-fn our_results(claim: &ResourceClaim) -> impl Iterator<Item = &DeviceRequestAllocationResult> {
-    let results = claim
-        .status
-        .iter()
-        .flat_map(|s| s.allocation.iter())
-        .flat_map(|a| a.devices.iter())
-        .flat_map(|d| d.results.iter().flatten());
-    results.filter(|r| r.driver == GPU_DRIVER)
-}
-
-fn our_devices(claim: &ResourceClaim) -> Vec<String> {
-    our_results(claim).map(|r| format!("{}/{}", r.pool, r.device)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dra_allocator::GPU_DRIVER;
     use serde_json::json;
 
-    fn claim(uid: &str, driver: Option<&str>) -> Arc<ResourceClaim> {
+    fn claim(uid: &str, driver: Option<&str>) -> StoredClaim {
         let mut value = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": format!("c-{uid}"), "namespace": "ns", "uid": uid},
             "spec": {"devices": {"requests": []}}});
@@ -99,7 +94,7 @@ mod tests {
             value["status"] = json!({"allocation": {"devices": {"results": [
                 {"request": "gpu", "driver": driver, "pool": "gpus/n1", "device": "gpu0"}]}}});
         }
-        Arc::new(serde_json::from_value(value).unwrap())
+        StoredClaim::of(serde_json::from_value(value).unwrap())
     }
 
     #[test]
@@ -110,7 +105,7 @@ mod tests {
         assert_eq!(
             releases.update(std::slice::from_ref(&now)),
             vec![Released {
-                claim: now.clone(),
+                claim: now.pending().unwrap().clone(),
                 devices: vec!["gpus/n1/gpu0".to_owned()]
             }]
         );

@@ -8,6 +8,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim};
 use kube::ResourceExt;
 
+use crate::stored_claims::StoredClaim;
+
 /// Pods with this scheduling gate wait for us to allocate their claims.
 pub const SCHEDULING_GATE: &str = "gpu.deckhouse.io/allocation";
 
@@ -72,10 +74,6 @@ pub fn is_our_claim(claim: &ResourceClaim, classes: &HashMap<String, Arc<DeviceC
         .any(|name| classes.get(*name).is_none_or(|c| is_our_class(c)))
 }
 
-fn allocated(claim: &ResourceClaim) -> bool {
-    claim.status.as_ref().is_some_and(|s| s.allocation.is_some())
-}
-
 /// The claim names a Pod uses, directly or made from its templates (as the controller-manager
 /// reports them in the Pod's status).
 fn pod_claim_names(pod: &Pod) -> (Vec<String>, bool) {
@@ -103,11 +101,8 @@ fn pod_claim_names(pod: &Pod) -> (Vec<String>, bool) {
     (names, complete)
 }
 
-pub fn plan(claims: &[Arc<ResourceClaim>], pods: &[Arc<Pod>], classes: &HashMap<String, Arc<DeviceClass>>) -> Work {
-    let by_key: HashMap<(String, String), &Arc<ResourceClaim>> = claims
-        .iter()
-        .map(|c| ((c.namespace().unwrap_or_default(), c.name_any()), c))
-        .collect();
+pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String, Arc<DeviceClass>>) -> Work {
+    let by_key: HashMap<(&str, &str), &StoredClaim> = claims.iter().map(|c| ((c.namespace(), c.name()), c)).collect();
     let mut used: BTreeSet<(String, String)> = BTreeSet::new();
     let mut work = Work::default();
     for pod in pods {
@@ -122,26 +117,26 @@ pub fn plan(claims: &[Arc<ResourceClaim>], pods: &[Arc<Pod>], classes: &HashMap<
         if !gated && unschedulable(pod) {
             let waiting = names
                 .iter()
-                .filter_map(|n| by_key.get(&(namespace.clone(), n.clone())))
-                .filter(|c| !allocated(c) && is_our_claim(c, classes));
-            work.unschedulable.extend(waiting.map(|c| (pod.clone(), (*c).clone())));
+                .filter_map(|n| by_key.get(&(namespace.as_str(), n.as_str()))?.pending())
+                .filter(|c| is_our_claim(c, classes));
+            work.unschedulable.extend(waiting.map(|c| (pod.clone(), c.clone())));
         }
         if !gated || pod.metadata.deletion_timestamp.is_some() || !complete {
             continue;
         }
         let found: Vec<_> = names
             .iter()
-            .filter_map(|n| by_key.get(&(namespace.clone(), n.clone())).map(|c| (*c).clone()))
+            .filter_map(|n| by_key.get(&(namespace.as_str(), n.as_str())))
             .collect();
         if found.len() == names.len() && !found.is_empty() {
-            let claims = found.into_iter().filter(|c| !allocated(c)).collect();
+            let claims = found.into_iter().filter_map(|c| c.pending()).cloned().collect();
             work.gated.push(GatedPod {
                 pod: pod.clone(),
                 claims,
             });
         }
     }
-    for claim in claims {
+    for claim in claims.iter().filter_map(StoredClaim::pending) {
         let key = (claim.namespace().unwrap_or_default(), claim.name_any());
         let reserved = claim
             .status
@@ -149,7 +144,7 @@ pub fn plan(claims: &[Arc<ResourceClaim>], pods: &[Arc<Pod>], classes: &HashMap<
             .and_then(|s| s.reserved_for.as_ref())
             .is_some_and(|r| !r.is_empty());
         let owned_by_pod = claim.owner_references().iter().any(|o| o.kind == "Pod");
-        if !allocated(claim) && !reserved && !owned_by_pod && !used.contains(&key) && is_our_claim(claim, classes) {
+        if !reserved && !owned_by_pod && !used.contains(&key) && is_our_claim(claim, classes) {
             work.standalone.push(claim.clone());
         }
     }
@@ -165,9 +160,12 @@ mod tests {
         Arc::new(serde_json::from_value(v).unwrap())
     }
 
-    fn claim(name: &str, class: &str) -> Arc<ResourceClaim> {
-        arc(json!({"metadata": {"name": name, "namespace": "ns", "uid": name},
+    fn claim(name: &str, class: &str) -> StoredClaim {
+        StoredClaim::of(
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns", "uid": name},
                    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class}}]}}}))
+            .unwrap(),
+        )
     }
 
     fn classes() -> HashMap<String, Arc<DeviceClass>> {
@@ -182,16 +180,13 @@ mod tests {
 
     #[test]
     fn standalone_claims_are_ours_unused_and_unallocated() {
-        let mut used = (*claim("used", "a30")).clone();
-        used.metadata.uid = Some("used".into());
-        let used = Arc::new(used);
         let pod: Arc<Pod> = arc(json!({"metadata": {"name": "p", "namespace": "ns"},
             "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimName": "used"}]}}));
         let claims = vec![
             claim("free", "a30"),
             claim("nic", "nic"),
             claim("missing-class", "nope"),
-            used,
+            claim("used", "a30"),
         ];
         let work = plan(&claims, &[pod], &classes());
         let names: Vec<_> = work.standalone.iter().map(|c| c.name_any()).collect();
