@@ -13,22 +13,28 @@ use crate::ReservedPort;
 
 static BUILT: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
-/// The path of workspace binary `name`, built (incrementally, in the test's own profile) the first
-/// time a test asks for it.
+/// The path of workspace binary `name`, built (incrementally, in the test's own profile, or in the
+/// shipped `image` profile for a benchmark) the first time a test asks for it.
 pub fn component_binary(name: &str) -> anyhow::Result<PathBuf> {
     let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
     let built = built.get_or_insert_with(HashSet::new);
     // Test binaries live in <target>/debug/deps; the component lands in <target>/debug.
     let exe = std::env::current_exe()?;
     let debug_dir = exe.parent().and_then(Path::parent).context("test binary location")?;
+    // A benchmark (release) runs the components as the images ship them (the `image` profile).
+    let release = debug_dir.file_name().is_some_and(|d| d == "release");
+    let component_dir = if release {
+        debug_dir.with_file_name("image")
+    } else {
+        debug_dir.to_path_buf()
+    };
     if built.insert(name.to_owned()) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let target = debug_dir.parent().context("target dir")?;
-        let release = debug_dir.file_name().is_some_and(|d| d == "release");
         let mut args = vec!["build", "--quiet", "-p", name];
         if release {
-            args.push("--release");
+            args.extend(["--profile", "image"]);
         }
         let status = Command::new(cargo)
             .args(args)
@@ -39,7 +45,7 @@ pub fn component_binary(name: &str) -> anyhow::Result<PathBuf> {
             bail!("cargo build -p {name} failed");
         }
     }
-    Ok(debug_dir.join(name))
+    Ok(component_dir.join(name))
 }
 
 /// A running component. Dropping it kills the process.
