@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use component_base::{Readiness, Shutdown};
 use controller_plumbing::LeaderElection;
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::runtime::reflector::{self, Store};
@@ -55,15 +55,16 @@ fn list_in_pages() -> watcher::Config {
     watcher::Config::default().page_size(LIST_PAGE)
 }
 
-/// Watches `api` into a store: every event goes to the engine first (a copy, when `engine` is
-/// given), then `lean` trims the object for the store (see `lean_objects`), and the round is
-/// triggered.
-fn watch<K>(api: Api<K>, trigger: Arc<Notify>, engine: Option<(EngineThread, Forward<K>)>, lean: fn(&mut K)) -> Store<K>
+/// The watch of `api`, each event handed to the engine (a copy, when `engine` is given) before it
+/// goes on.
+fn events_through_engine<K>(
+    api: Api<K>,
+    engine: Option<(EngineThread, Forward<K>)>,
+) -> impl Stream<Item = watcher::Result<watcher::Event<K>>>
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
-    let (store, writer) = reflector::store();
-    let stream = watcher(api, list_in_pages())
+    watcher(api, list_in_pages())
         .backoff(controller_plumbing::WatchBackoff::default())
         .then(move |event| {
             let engine = engine.clone();
@@ -75,6 +76,17 @@ where
                 event
             }
         })
+}
+
+/// Watches `api` into a store: every event goes to the engine first (a copy, when `engine` is
+/// given), then `lean` trims the object for the store (see `lean_objects`), and the round is
+/// triggered.
+fn watch<K>(api: Api<K>, trigger: Arc<Notify>, engine: Option<(EngineThread, Forward<K>)>, lean: fn(&mut K)) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = events_through_engine(api, engine)
         .modify(lean)
         .reflect(writer)
         .for_each(move |event| {
@@ -91,26 +103,14 @@ where
 /// Watches claims into the engine, then into the claim store (see `stored_claims`).
 fn watch_claims(api: Api<ResourceClaim>, trigger: Arc<Notify>, engine: EngineThread) -> ClaimStore {
     let (store, mut writer) = claim_store();
-    let stream = watcher(api, list_in_pages())
-        .backoff(controller_plumbing::WatchBackoff::default())
-        .then(move |event| {
-            let engine = engine.clone();
-            async move {
-                if let Ok(event) = &event {
-                    let event = event.clone();
-                    engine.send(move |feed| feed.claim_event(event)).await;
-                }
-                event
-            }
-        })
-        .for_each(move |event| {
-            match event {
-                Ok(event) => writer.apply(event),
-                Err(error) => tracing::warn!(%error, "watch error"),
-            }
-            trigger.notify_one();
-            futures::future::ready(())
-        });
+    let stream = events_through_engine(api, Some((engine, EngineFeed::claim_event))).for_each(move |event| {
+        match event {
+            Ok(event) => writer.apply(event),
+            Err(error) => tracing::warn!(%error, "watch error"),
+        }
+        trigger.notify_one();
+        futures::future::ready(())
+    });
     tokio::spawn(stream);
     store
 }

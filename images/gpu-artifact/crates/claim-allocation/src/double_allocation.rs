@@ -164,7 +164,7 @@ impl Round<'_> {
 
 /// Whether `claim`'s allocation holds `device` (`pool/device`).
 fn holds(claim: &AllocatedClaim, device: &str) -> bool {
-    claim.held.iter().any(|d| format!("{}/{}", d.pool, d.device) == device)
+    claim.held.iter().any(|d| d.path() == device)
 }
 
 #[cfg(test)]

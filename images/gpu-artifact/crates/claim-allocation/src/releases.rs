@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
-use crate::stored_claims::{AllocatedClaim, StoredClaim};
+use crate::stored_claims::{AllocatedClaim, HeldDevice, StoredClaim};
 
 /// Every claim seen holding devices of our driver in the last round, as the store had it (a
 /// pointer each).
@@ -66,7 +66,7 @@ impl Releases {
                 StoredClaim::Pending(claim) => {
                     let uid = claim.metadata.uid.as_deref().unwrap_or_default();
                     if let Some(before) = self.held.get(uid) {
-                        let devices = before.0.held.iter().map(|d| format!("{}/{}", d.pool, d.device));
+                        let devices = before.0.held.iter().map(HeldDevice::path);
                         released.push(Released {
                             claim: claim.clone(),
                             devices: devices.collect(),

@@ -50,6 +50,13 @@ fn boxed(text: &Option<String>) -> Box<str> {
     text.as_deref().unwrap_or_default().into()
 }
 
+impl HeldDevice {
+    /// `pool/device`, as Events and the audit name a device.
+    pub fn path(&self) -> String {
+        format!("{}/{}", self.pool, self.device)
+    }
+}
+
 impl AllocatedClaim {
     /// The record of `claim`, allocated or not (then it holds nothing).
     pub fn of(claim: &ResourceClaim) -> AllocatedClaim {
