@@ -61,7 +61,7 @@ impl<'a> Replay<'a> {
         let pool = inventory.pool(device.pool);
         let violation = |reason: &str, holders: Vec<String>| InvariantViolation {
             claim: claim.to_owned(),
-            device: format!("{}/{}", pool.name, device.raw.name),
+            device: format!("{}/{}", pool.name, device.raw.name()),
             reason: reason.to_owned(),
             holders,
         };

@@ -19,7 +19,7 @@ pub(crate) fn fit_order(inventory: &Inventory, devices: &mut [u32]) {
             device.raw.memory(),
             device.raw.pci_address(),
             &*inventory.pool(device.pool).name,
-            &*device.raw.name,
+            &**device.raw.name(),
         )
     });
 }

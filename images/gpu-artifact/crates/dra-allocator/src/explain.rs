@@ -194,7 +194,7 @@ impl Allocator {
                 let Some((slot, _)) = holding.taken else { continue };
                 holders.by_device.entry(slot).or_default().insert(held.name.clone());
                 for (set, _) in self.inventory.device(slot).consumes.iter() {
-                    holders.by_set.entry(*set).or_default().insert(held.name.clone());
+                    holders.by_set.entry(set).or_default().insert(held.name.clone());
                 }
             }
         }
@@ -216,7 +216,7 @@ impl Holders {
             .device(slot)
             .consumes
             .iter()
-            .flat_map(move |(set, _)| self.by_set.get(set).into_iter().flatten());
+            .flat_map(move |(set, _)| self.by_set.get(&set).into_iter().flatten());
         direct.chain(through_counters).cloned()
     }
 }

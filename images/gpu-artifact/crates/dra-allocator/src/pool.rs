@@ -19,31 +19,36 @@ pub(crate) struct Positions(pub Box<[(u16, Quantity)]>);
 
 /// What a live device consumes: (counter set slot, positions and amounts) for each set. Nearly
 /// every device consumes one set (its card's), held inline: one slot of the cluster's devices
-/// then needs no allocation of its own for it.
+/// then needs no allocation of its own for it. 16 bytes: the rare list behind a thin pointer.
 pub(crate) enum SetUses {
-    One([(u32, Arc<Positions>); 1]),
-    Many(Box<[(u32, Arc<Positions>)]>),
+    None,
+    One(u32, Arc<Positions>),
+    /// Boxed so the pointer is thin: a `Vec` or a boxed slice would make every slot 8 bytes wider.
+    #[allow(clippy::box_collection)]
+    Many(Box<Vec<(u32, Arc<Positions>)>>),
 }
 
 impl SetUses {
-    pub(crate) fn none() -> SetUses {
-        SetUses::Many(Box::new([]))
-    }
-
-    pub(crate) fn iter(&self) -> std::slice::Iter<'_, (u32, Arc<Positions>)> {
-        match self {
-            SetUses::One(one) => one.iter(),
-            SetUses::Many(many) => many.iter(),
-        }
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &Arc<Positions>)> {
+        let (one, many) = match self {
+            SetUses::None => (None, &[][..]),
+            SetUses::One(set, positions) => (Some((*set, positions)), &[][..]),
+            SetUses::Many(many) => (None, &many[..]),
+        };
+        one.into_iter()
+            .chain(many.iter().map(|(set, positions)| (*set, positions)))
     }
 }
 
 impl From<Vec<(u32, Arc<Positions>)>> for SetUses {
     fn from(mut uses: Vec<(u32, Arc<Positions>)>) -> SetUses {
-        if uses.len() == 1 {
-            SetUses::One([uses.remove(0)])
-        } else {
-            SetUses::Many(uses.into())
+        match uses.len() {
+            0 => SetUses::None,
+            1 => {
+                let (set, positions) = uses.remove(0);
+                SetUses::One(set, positions)
+            }
+            _ => SetUses::Many(Box::new(uses)),
         }
     }
 }
@@ -149,12 +154,13 @@ impl Pool {
                     break;
                 }
                 let raw = device(slot);
-                if let Some(first) = first_slice_of.insert(&raw.name, &slice.name) {
+                if let Some(first) = first_slice_of.insert(raw.name(), &slice.name) {
                     return Err((
                         slice.name.clone(),
                         format!(
                             "invalid pool: device {} is listed in slices {first} and {}, but device names must be unique within a pool",
-                            raw.name, slice.name
+                            raw.name(),
+                            slice.name
                         ),
                     ));
                 }
@@ -169,7 +175,7 @@ impl Pool {
                                 slice.name.clone(),
                                 format!(
                                     "device {}: consumes counters of unknown counter set {set_name}",
-                                    raw.name
+                                    raw.name()
                                 ),
                             )
                         })?;
@@ -181,7 +187,7 @@ impl Pool {
                                 slice.name.clone(),
                                 format!(
                                     "device {}: consumes unknown counter {counter} of counter set {set_name}",
-                                    raw.name
+                                    raw.name()
                                 ),
                             )
                         })?;
@@ -213,16 +219,25 @@ mod tests {
     }
 
     fn sets_of(uses: &SetUses) -> Vec<u32> {
-        uses.iter().map(|(set, _)| *set).collect()
+        uses.iter().map(|(set, _)| set).collect()
     }
 
     #[test]
     fn set_uses_keep_every_set_in_order_and_one_inline() {
         let one = SetUses::from(uses(&[7]));
-        assert!(matches!(one, SetUses::One(_)));
+        assert!(matches!(one, SetUses::One(7, _)));
         assert_eq!(sets_of(&one), [7]);
-        assert_eq!(sets_of(&SetUses::from(uses(&[3, 1, 2]))), [3, 1, 2]);
-        assert_eq!(sets_of(&SetUses::from(uses(&[]))), Vec::<u32>::new());
-        assert_eq!(sets_of(&SetUses::none()), Vec::<u32>::new());
+        let many = SetUses::from(uses(&[3, 1, 2]));
+        assert!(matches!(many, SetUses::Many(_)));
+        assert_eq!(sets_of(&many), [3, 1, 2]);
+        let none = SetUses::from(uses(&[]));
+        assert!(matches!(none, SetUses::None));
+        assert_eq!(sets_of(&none), Vec::<u32>::new());
+    }
+
+    /// A device slot is kept for every device of the cluster: what it consumes stays two words.
+    #[test]
+    fn set_uses_take_two_words() {
+        assert_eq!(std::mem::size_of::<SetUses>(), 16);
     }
 }

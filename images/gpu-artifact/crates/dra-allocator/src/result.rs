@@ -75,7 +75,7 @@ pub(crate) fn build(
             request: alternative.result_name.clone(),
             driver: pool.driver.to_string(),
             pool: pool.name.to_string(),
-            device: device.raw.name.to_string(),
+            device: device.raw.name().to_string(),
             admin_access: alternative.admin.then_some(true),
             tolerations: (!alternative.tolerations.is_empty()).then(|| alternative.tolerations.to_vec()),
             share_id,

@@ -150,7 +150,7 @@ impl<'s, 'a> Search<'s, 'a> {
         let device = self.inventory.device(index);
         let request = &self.requests[r];
         let alternative = &request.alternatives[a];
-        if let Some(taints) = &device.raw.taints
+        if let Some(taints) = device.raw.taints()
             && !all_tolerated(taints, alternative.tolerations)
         {
             return None;

@@ -172,6 +172,12 @@ fn device_of(
         (name == "deviceType" || name == "gpu.deckhouse.io/deviceType") && value.as_str() == Some("MIG")
     });
     let kind = Kind {
+        name: tables.strings.str(&device.name),
+        taints: device
+            .taints
+            .as_ref()
+            .filter(|t| !t.is_empty())
+            .map(|t| Arc::new(t.clone())),
         own,
         capacity,
         consumes: tables.consumes.value(Consumes(consumes.into())),
@@ -181,14 +187,8 @@ fn device_of(
         is_mig,
     };
     Ok(RawDevice {
-        name: tables.strings.str(&device.name),
         common: Arc::clone(common_list),
         kind: tables.kinds.value(kind),
-        taints: device
-            .taints
-            .as_ref()
-            .filter(|t| !t.is_empty())
-            .map(|t| Arc::new(t.clone())),
         binding: match shared_binding {
             Some(shared) if **shared == binding => Arc::clone(shared),
             _ => Arc::new(binding),

@@ -31,7 +31,7 @@ fn an_offer_on_every_card_and_node_is_one_kind_kept_while_held() {
             devices.extend(parse_slice(&slice, &mut tables).1);
         }
     }
-    let named = |name: &str| devices.iter().filter(|d| &*d.name == name).collect::<Vec<_>>();
+    let named = |name: &str| devices.iter().filter(|d| &**d.name() == name).collect::<Vec<_>>();
     let offers = named("gpu1-mig-1g6gb-0");
     assert_eq!(offers.len(), 2, "one per node");
     assert!(Arc::ptr_eq(&offers[0].kind, &offers[1].kind));

@@ -17,7 +17,7 @@ impl Allocator {
         let device_name = |slot: u32| {
             let device = inventory.device(slot);
             let pool = inventory.pool(device.pool);
-            format!("{}/{}/{}", pool.driver, pool.name, device.raw.name)
+            format!("{}/{}/{}", pool.driver, pool.name, device.raw.name())
         };
         let set_name = |set: u32| {
             let pool = inventory
@@ -49,7 +49,7 @@ impl Allocator {
                 let consumes: Vec<String> = device
                     .consumes
                     .iter()
-                    .map(|(set, positions)| format!("{} {:?}", set_name(*set), positions.0))
+                    .map(|(set, positions)| format!("{} {:?}", set_name(set), positions.0))
                     .collect();
                 state.insert(
                     format!("device {}", device_name(slot)),
@@ -59,7 +59,7 @@ impl Allocator {
                         device.raw.kind.capacity.0,
                         device.card.map(set_name),
                         inventory.binding_of(slot),
-                        device.raw.taints,
+                        device.raw.taints(),
                         device.raw.kind.memory_slices,
                         device.raw.memory(),
                         device.raw.kind.shared,

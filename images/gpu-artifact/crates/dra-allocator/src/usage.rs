@@ -62,8 +62,8 @@ impl Usage {
 
     fn charge(&mut self, inventory: &Inventory, device: &Device, sign: i8) {
         for (set, positions) in device.consumes.iter() {
-            let used = self.counters_used.entry(*set).or_insert_with(|| {
-                let len = inventory.counter_sets[*set as usize]
+            let used = self.counters_used.entry(set).or_insert_with(|| {
+                let len = inventory.counter_sets[set as usize]
                     .as_ref()
                     .map_or(0, |s| s.counters.0.len());
                 vec![Quantity::ZERO; len].into()
@@ -82,8 +82,8 @@ impl Usage {
     /// Whether charging the device's counters keeps every counter within its set's value.
     pub(crate) fn counters_fit(&self, inventory: &Inventory, device: &Device) -> bool {
         device.consumes.iter().all(|(set, positions)| {
-            let used = self.counters_used.get(set);
-            let Some(counters) = inventory.counter_sets[*set as usize].as_ref() else {
+            let used = self.counters_used.get(&set);
+            let Some(counters) = inventory.counter_sets[set as usize].as_ref() else {
                 return false;
             };
             positions.0.iter().all(|(i, amount)| {
