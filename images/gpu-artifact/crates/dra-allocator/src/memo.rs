@@ -12,7 +12,6 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
 use crate::best_fit::FitScore;
-use crate::fast_hash::FastMap;
 use crate::search::Pick;
 
 /// Shapes whose results are kept; the least recently used goes first.
@@ -33,7 +32,8 @@ struct Entry {
 
 /// What is known of one shape.
 pub(crate) struct ShapeMemo {
-    entries: FastMap<u32, Entry>,
+    /// By node id (the ids of `reach`: dense, reused), so no hash table around them.
+    entries: Vec<Option<Entry>>,
     /// (score, node name, node id) of the nodes where the shape fits.
     ranking: BTreeSet<(FitScore, Arc<str>, u32)>,
     /// The change log position and global version the memo is valid at.
@@ -45,7 +45,8 @@ impl ShapeMemo {
     /// The remembered outcome on `node` at `version`, if any.
     pub(crate) fn get(&self, node: u32, version: u64) -> Option<&Outcome> {
         self.entries
-            .get(&node)
+            .get(node as usize)?
+            .as_ref()
             .filter(|e| e.version == version)
             .map(|e| &e.outcome)
     }
@@ -57,12 +58,16 @@ impl ShapeMemo {
             self.ranking.insert((*score, name.clone(), node));
         }
         let name = name.clone();
-        self.entries.insert(node, Entry { name, version, outcome });
+        let at = node as usize;
+        if self.entries.len() <= at {
+            self.entries.resize_with(at + 1, || None);
+        }
+        self.entries[at] = Some(Entry { name, version, outcome });
     }
 
     /// Forgets what is known of a node (it changed, or is gone).
     pub(crate) fn forget(&mut self, node: u32) {
-        if let Some(old) = self.entries.remove(&node)
+        if let Some(old) = self.entries.get_mut(node as usize).and_then(Option::take)
             && let Outcome::Found(_, score) = old.outcome
         {
             self.ranking.remove(&(score, old.name, node));
@@ -78,15 +83,20 @@ impl ShapeMemo {
             .ranking
             .iter()
             .find(|(_, name, _)| allowed.is_none_or(|allowed| allowed(name)))?;
-        Some((score, name, &self.entries[node].outcome))
+        let entry = self.entries[*node as usize]
+            .as_ref()
+            .expect("a ranked node has an entry");
+        Some((score, name, &entry.outcome))
     }
 
     /// The reason the first of `nodes` (in their order) gave for not fitting.
     pub(crate) fn first_reason(&self, nodes: &[(Arc<str>, u32)]) -> Option<Arc<str>> {
-        nodes.iter().find_map(|(_, id)| match &self.entries.get(id)?.outcome {
-            Outcome::NotFound(why) => Some(why.clone()),
-            Outcome::Found(..) => None,
-        })
+        nodes
+            .iter()
+            .find_map(|(_, id)| match &self.entries.get(*id as usize)?.as_ref()?.outcome {
+                Outcome::NotFound(why) => Some(why.clone()),
+                Outcome::Found(..) => None,
+            })
     }
 
     pub(crate) fn clear(&mut self) {
@@ -123,7 +133,7 @@ impl Memo {
             self.shapes.remove(&oldest);
         }
         let mut memo = self.shapes.remove(&key).unwrap_or_else(|| ShapeMemo {
-            entries: FastMap::default(),
+            entries: Vec::new(),
             ranking: BTreeSet::new(),
             seen: None,
             last_used: 0,
