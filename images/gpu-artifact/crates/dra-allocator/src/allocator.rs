@@ -233,7 +233,7 @@ impl Allocator {
         let value = names
             .iter()
             .find_map(|name| raw.attributes().get(name).and_then(AttrValue::as_str));
-        let node = match &*raw.binding {
+        let node = match &**raw.binding() {
             NodeBinding::Node(node) => Some(node.as_str()),
             _ => None,
         };

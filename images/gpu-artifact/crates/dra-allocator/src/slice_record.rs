@@ -9,7 +9,7 @@ use std::sync::Arc;
 use dra_cel::Quantity;
 use k8s_openapi::api::resource::v1::{Device, DeviceAttribute, ResourceSlice};
 
-use crate::device::{Amounts, Attr, AttrList, AttrValue, Attributes, Capacity, Consumes, Kind, RawDevice};
+use crate::device::{Amounts, Attr, AttrList, AttrValue, Attributes, Capacity, Consumes, Kind, Placement, RawDevice};
 use crate::intern::Dedup;
 use crate::node_selection::NodeBinding;
 
@@ -124,6 +124,7 @@ fn device_of(
     device: &Device,
     common: &BTreeMap<&str, &DeviceAttribute>,
     common_list: &Arc<AttrList>,
+    shared_placement: &mut Option<Arc<Placement>>,
     tables: &mut Tables,
 ) -> Result<RawDevice, String> {
     let binding = binding_of(slice, device)?;
@@ -186,13 +187,21 @@ fn device_of(
         has_binding_conditions: device.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()),
         is_mig,
     };
+    let placement = match shared_binding {
+        Some(shared) if **shared == binding => Arc::clone(shared_placement.get_or_insert_with(|| {
+            Arc::new(Placement {
+                common: Arc::clone(common_list),
+                binding: Arc::clone(shared),
+            })
+        })),
+        _ => Arc::new(Placement {
+            common: Arc::clone(common_list),
+            binding: Arc::new(binding),
+        }),
+    };
     Ok(RawDevice {
-        common: Arc::clone(common_list),
         kind: tables.kinds.value(kind),
-        binding: match shared_binding {
-            Some(shared) if **shared == binding => Arc::clone(shared),
-            _ => Arc::new(binding),
-        },
+        placement,
     })
 }
 
@@ -234,11 +243,16 @@ pub(crate) fn parse_slice(slice: &ResourceSlice, tables: &mut Tables) -> (SliceR
             .map_or("", |c| c.counter_set.as_str());
         groups.entry(set).or_default().push(device);
     }
-    let mut commons: BTreeMap<&str, (BTreeMap<&str, &DeviceAttribute>, Arc<AttrList>)> = BTreeMap::new();
+    type Common<'s> = (
+        BTreeMap<&'s str, &'s DeviceAttribute>,
+        Arc<AttrList>,
+        Option<Arc<Placement>>,
+    );
+    let mut commons: BTreeMap<&str, Common<'_>> = BTreeMap::new();
     for (set, members) in &groups {
         let common = common_attributes(members);
         let list = attr_list(common.iter().map(|(n, v)| (*n, *v)).collect(), tables);
-        commons.insert(set, (common, list));
+        commons.insert(set, (common, list, None));
     }
     let shared_binding = slice_binding(slice).map(Arc::new);
     let mut parsed = Vec::with_capacity(devices.len());
@@ -248,8 +262,8 @@ pub(crate) fn parse_slice(slice: &ResourceSlice, tables: &mut Tables) -> (SliceR
             .as_ref()
             .and_then(|c| c.first())
             .map_or("", |c| c.counter_set.as_str());
-        let (common, list) = &commons[set];
-        match device_of(slice, &shared_binding, device, common, list, tables) {
+        let (common, list, placement) = commons.get_mut(set).expect("grouped above");
+        match device_of(slice, &shared_binding, device, common, list, placement, tables) {
             Ok(raw) => parsed.push(raw),
             Err(e) => {
                 record.device_error = Some((position, format!("device {}: {e}", device.name)));

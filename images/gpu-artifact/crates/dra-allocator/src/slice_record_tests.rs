@@ -41,9 +41,17 @@ fn an_offer_on_every_card_and_node_is_one_kind_kept_while_held() {
     assert!(!Arc::ptr_eq(&card0[0].kind, &card1.kind));
     assert!(Arc::ptr_eq(&card0[0].kind.own, &card1.kind.own));
     assert!(Arc::ptr_eq(&card0[0].kind.capacity, &card1.kind.capacity));
-    assert!(!Arc::ptr_eq(&card0[0].common, &card1.common), "each card has its own");
+    assert!(
+        !Arc::ptr_eq(&card0[0].placement.common, &card1.placement.common),
+        "each card has its own"
+    );
     let whole = named("gpu0");
     assert!(!Arc::ptr_eq(&whole[0].kind, &card1.kind));
+    assert!(
+        Arc::ptr_eq(&whole[0].placement, &card0[0].placement),
+        "the devices of one card in one slice share where they are"
+    );
+    assert!(!Arc::ptr_eq(&whole[0].placement, &whole[1].placement), "one per node");
     assert!(whole[0].kind.memory_slices > card1.kind.memory_slices);
     assert!(card1.kind.is_mig && !whole[0].kind.is_mig);
     drop(devices);
