@@ -102,7 +102,8 @@ repo = pathlib.Path(sys.argv[1])
 oss = {p["id"]: p["version"] for p in yaml.safe_load((repo / "oss.yaml").read_text())}
 used = {u["oss"]: u["version"] for u in yaml.safe_load((repo / "build/components/upstream-images.yml").read_text()).values()}
 lock = (repo / "images/gpu-artifact/Cargo.lock").read_text()
-for crate, oss_id in {"kube": "kube-rs", "nvml-wrapper": "nvml-wrapper", "rcgen": "rcgen"}.items():
+for crate, oss_id in {"kube": "kube-rs", "nvml-wrapper": "nvml-wrapper", "rcgen": "rcgen",
+                      "tikv-jemallocator": "tikv-jemallocator"}.items():
     used[oss_id] = re.search(r'name = "%s"\nversion = "([^"]+)"' % re.escape(crate), lock).group(1)
 wrong = [f"{i}: oss.yaml says {oss.get(i)!r}, the build uses {v!r}" for i, v in sorted(used.items()) if oss.get(i) != v]
 print("\n".join(wrong) or f"{len(used)} projects in step")

@@ -5,7 +5,9 @@
 //! Every component here allocates little per second and from few threads, so one arena serves
 //! them, and blocks from 128 KiB up are mapped on their own and returned to the kernel when freed.
 //! Measured by `make bench` (controller_memory): gpu-dra-controller at 1,000 nodes and 10,000
-//! claims held 9 MiB less resident with these settings than with glibc's defaults.
+//! claims held 9 MiB less resident with these settings than with glibc's defaults. (Its Rust heap
+//! has since moved to jemalloc, see its `heap` module; these settings still serve what glibc
+//! allocates there.)
 
 /// Blocks from this size up get a mapping of their own, given back to the kernel when freed.
 const MMAP_THRESHOLD: i32 = 128 * 1024;
