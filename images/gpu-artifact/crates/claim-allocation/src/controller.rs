@@ -249,7 +249,7 @@ pub async fn run(
             metrics: &metrics,
             memory: &mut memory,
         };
-        let outcome = match round.run(&snapshot).await {
+        let outcome = match round.run(snapshot).await {
             Ok(end) => RoundOutcome::Done { again_in: end.again_in },
             Err(error) if error.downcast_ref::<NotLeading>().is_some() => {
                 // Leadership moved on since the round began: it stopped before writing; the term

@@ -91,7 +91,10 @@ impl RoundEnd {
 }
 
 impl Round<'_> {
-    pub async fn run(&mut self, snapshot: &Snapshot) -> anyhow::Result<RoundEnd> {
+    /// Runs the round. A claim not yet allocated is let go once tried (the round owns its copy of
+    /// the stores): in a burst one round may try thousands, whose allocated records arrive through
+    /// the watch meanwhile, and holding every lean claim to the end of the round kept both.
+    pub async fn run(&mut self, mut snapshot: Snapshot) -> anyhow::Result<RoundEnd> {
         let mut end = RoundEnd::default();
         for released in self.memory.releases.update(&snapshot.claims) {
             let note = format!("released {}", released.devices.join(", "));
@@ -102,6 +105,7 @@ impl Round<'_> {
         }
         let live: HashSet<String> = snapshot.claims.iter().map(StoredClaim::id).collect();
         self.memory.prune(&live);
+        drop(live);
         let pods = snapshot.pods.iter().filter_map(|p| p.metadata.uid.clone());
         let claims = snapshot.claims.iter().map(|c| c.uid().to_owned());
         self.events.prune(&pods.chain(claims).collect());
@@ -109,17 +113,19 @@ impl Round<'_> {
         self.metrics.ignored_slices.set(ignored as i64);
         let by_name = snapshot.classes.iter().map(|c| (c.name_any(), c.clone())).collect();
         let work = plan(&snapshot.claims, &snapshot.pods, &by_name);
+        snapshot.claims.retain(|claim| claim.allocated().is_some());
+        let snapshot = &snapshot;
         let mut newly = NewlyAllocated::default();
 
-        for claim in &work.standalone {
+        for claim in work.standalone {
             if let Some(allocation) = self
-                .try_allocate(claim, Placement::Anywhere, None, snapshot, &mut end)
+                .try_allocate(&claim, Placement::Anywhere, None, snapshot, &mut end)
                 .await?
             {
-                self.write(claim, &allocation, &mut newly).await?;
+                self.write(&claim, &allocation, &mut newly).await?;
             }
         }
-        for gated in &work.gated {
+        for gated in work.gated {
             let mut node: Option<Node> = None;
             let mut results = vec![];
             let place = Placement::Among(Arc::new(nodes_for(&gated.pod, &snapshot.nodes)));
@@ -149,8 +155,8 @@ impl Round<'_> {
                 self.write(&claim, &allocation, &mut newly).await?;
             }
         }
-        for (pod, claim) in &work.unschedulable {
-            self.explain_pending(claim, Some(pod), &Placement::Anywhere, snapshot, &mut end)
+        for (pod, claim) in work.unschedulable {
+            self.explain_pending(&claim, Some(&pod), &Placement::Anywhere, snapshot, &mut end)
                 .await?;
         }
 
