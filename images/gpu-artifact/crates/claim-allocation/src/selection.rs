@@ -6,6 +6,7 @@ use std::sync::Arc;
 use dra_allocator::GPU_DRIVER;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim};
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::stored_claims::StoredClaim;
@@ -148,7 +149,20 @@ pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String,
             work.standalone.push(claim.clone());
         }
     }
+    work.standalone.sort_by(|a, b| arrival(a).cmp(&arrival(b)));
     work
+}
+
+/// Standalone claims are tried oldest first (then by namespace and name): served in the order they
+/// came, and a burst's lean copies are let go in the order they were made, so the memory they took
+/// comes free in whole pages rather than scattered over all of it until the last one goes.
+fn arrival(claim: &ResourceClaim) -> (Option<Timestamp>, Option<&str>, Option<&str>) {
+    let meta = &claim.metadata;
+    (
+        meta.creation_timestamp.as_ref().map(|t| t.0),
+        meta.namespace.as_deref(),
+        meta.name.as_deref(),
+    )
 }
 
 #[cfg(test)]
@@ -196,6 +210,28 @@ mod tests {
             "other drivers' claims and claims a Pod uses are not ours to allocate"
         );
         assert!(work.gated.is_empty());
+    }
+
+    #[test]
+    fn standalone_claims_are_tried_oldest_first() {
+        let made = |name: &str, at: &str| {
+            StoredClaim::of(
+                serde_json::from_value(
+                    json!({"metadata": {"name": name, "namespace": "ns", "uid": name, "creationTimestamp": at},
+                    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "a30"}}]}}}),
+                )
+                .unwrap(),
+            )
+        };
+        let claims = vec![
+            made("c", "2026-11-29T10:00:02Z"),
+            made("a", "2026-11-29T10:00:03Z"),
+            made("d", "2026-11-29T10:00:01Z"),
+            made("b", "2026-11-29T10:00:02Z"),
+        ];
+        let work = plan(&claims, &[], &classes());
+        let names: Vec<_> = work.standalone.iter().map(|c| c.name_any()).collect();
+        assert_eq!(names, ["d", "b", "c", "a"], "by creation time, then name");
     }
 
     #[test]
