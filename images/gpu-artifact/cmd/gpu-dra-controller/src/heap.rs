@@ -8,10 +8,11 @@
 //! holes smaller than a page); jemalloc keeps blocks of one size class together, so what a burst
 //! frees comes back in whole pages, and purges them at once.
 //!
-//! Measured by `make bench` (controller_memory) at 1,000 nodes x 8 H100 and 10,000 claims, on one
-//! cluster: when every claim is allocated, 61.1 MiB resident (46.7 MiB anonymous; peak 73.2 MiB)
-//! with jemalloc so set, against 74.6 MiB (60.4 anonymous; peak 77.1 MiB) with glibc's malloc as
-//! `component_base::compact_malloc` sets it. The idle process: 16.1 MiB against 15.3.
+//! Measured by `make bench` (controller_memory, 1.34) at 1,000 nodes x 8 H100 and 10,000 claims on
+//! one machine, before rounds let their claims go: when every claim is allocated, 61.1 MiB resident
+//! (46.7 MiB anonymous; peak 73.2 MiB) with jemalloc so set, against 74.6 MiB (60.4 anonymous; peak
+//! 77.1 MiB) with glibc's malloc as `component_base::compact_malloc` sets it. The idle process:
+//! 16.1 MiB against 15.3.
 
 /// Every Rust allocation of the process.
 #[global_allocator]
