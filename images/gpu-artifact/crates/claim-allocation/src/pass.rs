@@ -67,13 +67,10 @@ pub struct Round<'a> {
     pub memory: &'a mut Memory,
 }
 
-/// The claims a round wrote, and what they add to the allocations gauge: counted as each is
-/// written, so the round keeps no copy of them (thousands in a burst).
-#[derive(Default)]
-struct NewlyAllocated {
-    keys: HashSet<String>,
-    counts: BTreeMap<AllocationLabels, i64>,
-}
+/// What the claims a round wrote add to the allocations gauge: counted as each is written, so the
+/// round keeps nothing of them (thousands in a burst). Each was not allocated when the round read
+/// the stores, so it is never among the claims the round read allocated.
+type NewlyAllocated = BTreeMap<AllocationLabels, i64>;
 
 /// How a round ended: when it should run again although nothing changed (a Pending reason that
 /// was rate-limited is due then).
@@ -164,14 +161,13 @@ impl Round<'_> {
             .claims
             .iter()
             .filter_map(StoredClaim::allocated)
-            .filter(|c| !newly.keys.contains(&c.key()))
             .cloned()
             .collect();
         let mut counts = self
             .engine
             .call(move |feed| allocation_counts(before.iter().map(|c| &**c), &feed.engine))
             .await?;
-        add_counts(&mut counts, newly.counts);
+        add_counts(&mut counts, newly);
         self.metrics.set_allocations(&counts);
         self.audit_and_repair(snapshot).await?;
         Ok(end)
@@ -192,7 +188,6 @@ impl Round<'_> {
                 return Ok(());
             }
         };
-        newly.keys.insert(claim_key(&stored));
         let counts = self
             .engine
             .call(move |feed| {
@@ -200,7 +195,7 @@ impl Round<'_> {
                 allocation_counts([&AllocatedClaim::of(&stored)], &feed.engine)
             })
             .await?;
-        add_counts(&mut newly.counts, counts);
+        add_counts(newly, counts);
         let devices: Vec<_> = allocation
             .devices
             .iter()
