@@ -37,6 +37,15 @@ impl<T: ?Sized + Eq + Hash> Dedup<T> {
         made
     }
 
+    /// The shared copy of `value`, if there is one; adds nothing.
+    pub(crate) fn find<Q>(&self, value: &Q) -> Option<&Arc<T>>
+    where
+        Arc<T>: Borrow<Q>,
+        Q: ?Sized + Eq + Hash,
+    {
+        self.values.get(value)
+    }
+
     /// Drops the copies only this table still holds.
     pub(crate) fn prune(&mut self) {
         self.values.retain(|v| Arc::strong_count(v) > 1);
@@ -78,5 +87,14 @@ mod tests {
         drop((a, b));
         names.prune();
         assert_eq!(names.len(), 0);
+    }
+
+    #[test]
+    fn finding_gives_the_shared_copy_and_adds_nothing() {
+        let mut names = Dedup::<str>::default();
+        let held = names.str("gpus/n1");
+        assert!(Arc::ptr_eq(names.find("gpus/n1").unwrap(), &held));
+        assert!(names.find("gpus/n2").is_none());
+        assert_eq!(names.len(), 1, "a name looked for and not found is not added");
     }
 }

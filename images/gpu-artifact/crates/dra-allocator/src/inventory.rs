@@ -93,8 +93,13 @@ impl Inventory {
         self.slice_pool.get(name).copied()
     }
 
+    /// The id of pool (`driver`, `pool`). A pool's driver and name stay in the string table while
+    /// it exists, so a name not there names no pool, and the key is made of the shared copies
+    /// without allocating.
     pub(crate) fn pool_id(&self, driver: &str, pool: &str) -> Option<u32> {
-        self.pool_ids.get(&(Arc::from(driver), Arc::from(pool))).copied()
+        let strings = &self.tables.strings;
+        let key = (Arc::clone(strings.find(driver)?), Arc::clone(strings.find(pool)?));
+        self.pool_ids.get(&key).copied()
     }
 
     /// Adds or replaces `slices` (by name), re-checking each pool they touch once. Returns the
