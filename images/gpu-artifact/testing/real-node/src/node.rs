@@ -14,6 +14,8 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use tokio::sync::OnceCell;
 
+use crate::node_files::NodeFiles;
+
 pub const ENV_FILE_VAR: &str = "GPU_REALNODE_ENV";
 
 pub struct RealNode {
@@ -22,7 +24,7 @@ pub struct RealNode {
     pub dir: PathBuf,
     /// The fixture host (what the node shows as /sys, /proc/driver, /usr).
     pub host: PathBuf,
-    /// The node's init, as the machine numbers it: `/proc/<pid>/root` is the node's filesystem view.
+    /// The node's init, as the machine numbers it (its namespaces are the node's).
     pub pid: u32,
     pub kubeconfig: PathBuf,
     pub k8s_version: String,
@@ -50,9 +52,10 @@ impl RealNode {
         Ok(Client::try_from(config)?)
     }
 
-    /// A path of the node's own filesystem view (its /dev, /run, /var/lib/kubelet).
-    pub fn node_path(&self, absolute: &str) -> PathBuf {
-        PathBuf::from(format!("/proc/{}/root", self.pid)).join(absolute.trim_start_matches('/'))
+    /// The node's own filesystem view (its /dev, /run, /var/lib/kubelet), symlinks resolved inside
+    /// the node.
+    pub fn files(&self) -> NodeFiles {
+        NodeFiles::of_process(self.pid)
     }
 
     /// Runs a command inside the node's namespaces.

@@ -49,7 +49,10 @@ async fn components_reach_the_api_server_with_their_pods_service_account_tokens(
                 let pods = pods.clone();
                 let user = user.clone();
                 async move {
-                    let text = std::fs::read_to_string(&audit).unwrap_or_default();
+                    let text = match std::fs::read_to_string(&audit) {
+                        Ok(text) => text,
+                        Err(error) => return Ok(Progress::Pending(format!("{}: {error}", audit.display()))),
+                    };
                     let found = text
                         .lines()
                         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -154,8 +157,12 @@ async fn handler_registers_with_the_real_kubelets_plugin_manager() {
         "{metrics}"
     );
     // The kubelet found the registration socket in its plugins_registry and keeps the plugin.
-    let socket = node.node_path("/var/lib/kubelet/plugins_registry/gpu.deckhouse.io-reg.sock");
-    assert!(socket.exists(), "{} is missing", socket.display());
+    let socket = "/var/lib/kubelet/plugins_registry/gpu.deckhouse.io-reg.sock";
+    assert_eq!(
+        node.files().file_type(socket).unwrap(),
+        Some(rustix::fs::FileType::Socket),
+        "the node's {socket}"
+    );
     let log = std::fs::read_to_string(node.dir.join("logs/kubelet.log")).unwrap();
     assert!(
         log.contains("gpu.deckhouse.io"),

@@ -24,9 +24,11 @@ const WATCH_GPUS: &str = "while true; do echo \"tick $(date +%s) $(nvidia-smi -L
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+const CHECKPOINT: &str = "/var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json";
+const CDI_DIR: &str = "/var/run/cdi";
+
 fn checkpoint(node: &real_node::node::RealNode) -> Value {
-    let path = node.node_path("/var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = node.files().read_to_string(CHECKPOINT).unwrap();
     let outer: Value = serde_json::from_str(&text).unwrap();
     // The checkpoint keeps its data as a checksummed string or object; read either.
     match &outer["data"] {
@@ -43,16 +45,15 @@ fn claim_uids(checkpoint: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The node's CDI specs (`/var/run/cdi`, which on the node is its own `/run/cdi`): the directory
+/// exists once gpu-handler runs, so a missing one fails the test.
 fn cdi_specs(node: &real_node::node::RealNode) -> Vec<String> {
-    let mut specs: Vec<String> = std::fs::read_dir(node.node_path("/var/run/cdi"))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    specs.sort();
-    specs
+    node.files().list(CDI_DIR).unwrap()
+}
+
+/// The spec file gpu-handler writes for a claim.
+fn spec_of(uid: &str) -> String {
+    format!("gpu.deckhouse.io-claim_{uid}.json")
 }
 
 async fn claim_uid(client: &kube::Client, ns: &str, name: &str) -> String {
@@ -135,6 +136,12 @@ async fn handler_pod_deleted_while_claims_are_prepared() {
     let before = checkpoint(node);
     let specs = cdi_specs(node);
     println!("before: claims {:?}, CDI specs {specs:?}", claim_uids(&before));
+    for uid in &uids {
+        assert!(
+            specs.contains(&spec_of(uid)),
+            "claim {uid} has its CDI spec on the node: {specs:?}"
+        );
+    }
 
     let old = handler_pod(&client).await;
     let old_uid = old.metadata.uid.clone().unwrap();
@@ -182,7 +189,7 @@ async fn handler_pod_deleted_while_claims_are_prepared() {
             .collect();
         let specs: Vec<String> = cdi_specs(node)
             .into_iter()
-            .filter(|s| uids.iter().any(|u| s.contains(u.as_str())))
+            .filter(|s| uids.iter().any(|u| *s == spec_of(u)))
             .collect();
         Ok(if left.is_empty() && specs.is_empty() {
             Progress::Done(())

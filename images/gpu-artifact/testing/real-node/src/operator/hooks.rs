@@ -102,17 +102,27 @@ impl Hooks {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
-        let patch_text = std::fs::read_to_string(dir.join("values-patch.json")).unwrap_or_default();
+        let patch_text = written_by_hook(&dir.join("values-patch.json"))?;
         if !patch_text.trim().is_empty() {
             let patch: json_patch::Patch = serde_json::from_str(&patch_text).context("values patch")?;
             json_patch::patch(values, &patch).with_context(|| format!("hook {}: values patch", hook.name))?;
         }
-        let operations = std::fs::read_to_string(dir.join("kubernetes-patch.jsonl")).unwrap_or_default();
+        let operations = written_by_hook(&dir.join("kubernetes-patch.jsonl"))?;
         for line in operations.lines().filter(|l| !l.trim().is_empty()) {
             kubernetes_operation(client, &serde_json::from_str(line)?).await?;
         }
         let _ = std::fs::remove_dir_all(&dir);
         Ok(())
+    }
+}
+
+/// A file the hook writes when it has something to say: none is nothing (the protocol lets a hook
+/// leave it unwritten); any other failure is an error.
+fn written_by_hook(path: &Path) -> anyhow::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e).with_context(|| format!("read {}", path.display())),
     }
 }
 
