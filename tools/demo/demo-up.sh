@@ -7,6 +7,8 @@
 # printed. DEMO=simulated: the control plane with three simulated GPU nodes (an A30 node, an 8 x H100
 # node and an A30 node for MPS), the components as processes and the simulated kubelets. Prints the
 # walkthrough and leaves everything running; `make demo-down` stops it.
+# DEMO_NODE_ENV=<env file of a running real node> runs the demo on that node instead of starting one
+# (what `make test` does with its real-node phase's node); nothing of it is stopped first.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -14,16 +16,22 @@ k8s="${K8S:-1.34}"
 dir="$repo/.testbed/demo"
 ws="$repo/images/gpu-artifact"
 
-"$here/demo-down.sh" >/dev/null 2>&1 || true
+reuse="${DEMO_NODE_ENV:-}"
+[ -n "$reuse" ] || "$here/demo-down.sh" >/dev/null 2>&1 || true
 "$repo/tools/install/deps.sh"
 if [ "${DEMO:-real}" != simulated ]; then
-  echo "== the real node (first run: Kubernetes node parts from Go modules, images, cargo; see README)" >&2
-  env_file="$(NODE_DIR="$dir/node" "$repo/tools/testbed/node-up.sh" "$k8s")"
+  if [ -n "$reuse" ]; then
+    env_file="$reuse"
+  else
+    echo "== the real node (first run: Kubernetes node parts from Go modules, images, cargo; see README)" >&2
+    env_file="$(NODE_DIR="$dir/node" "$repo/tools/testbed/node-up.sh" "$k8s")"
+  fi
   target="${CARGO_TARGET_DIR:-$ws/target}"
   GPU_REALNODE_ENV="$env_file" "$target/debug/real-node-demo"
+  node_dir="$(sed -n 's/^NODE_DIR=//p' "$env_file")"
   echo
   echo "kubeconfig: $(sed -n 's/^KUBECONFIG=//p' "$env_file")"
-  echo "inside the node: tools/testbed/node-exec.sh $dir/node <command>   (e.g. ip route, ls /dev)"
+  echo "inside the node: tools/testbed/node-exec.sh $node_dir <command>   (e.g. ip route, ls /run/cdi)"
   echo "stop:       make demo-down"
   exit 0
 fi

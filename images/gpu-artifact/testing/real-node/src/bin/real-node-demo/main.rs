@@ -4,10 +4,11 @@
 //! prints what every container printed, and walks through what the system stored: PhysicalGPUs, the
 //! node's devices, the claims, the CDI specs on the node and the MIG instances. Leaves it all running.
 
+mod node_state;
+
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::api::{ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use real_node::module_status::{describe, wait_module_ready};
@@ -73,7 +74,13 @@ async fn main() -> anyhow::Result<()> {
                 continue;
             }
             if object["kind"] == "Pod" {
-                pods.push(object["metadata"]["name"].as_str().unwrap_or_default().to_owned());
+                // A Pod whose command never ends (the VM launcher) is shown once it runs; the others
+                // once they are done, so their output is whole and their claims unprepared.
+                let keeps_running = object["spec"]["containers"].to_string().contains("infinity");
+                pods.push((
+                    object["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
+                    keeps_running,
+                ));
                 object["spec"]["restartPolicy"] = json!("Never");
                 for container in object["spec"]["containers"].as_array_mut().into_iter().flatten() {
                     container["image"] = json!(IMAGE);
@@ -92,13 +99,16 @@ async fn main() -> anyhow::Result<()> {
     );
 
     let api = Api::<Pod>::namespaced(client.clone(), NAMESPACE);
-    for name in &pods {
-        let pod = wait_until(&format!("Pod {name} to run"), Duration::from_secs(300), || {
+    let mut failed = Vec::new();
+    for (name, keeps_running) in &pods {
+        let until = if *keeps_running { "run" } else { "finish" };
+        let pod = wait_until(&format!("Pod {name} to {until}"), Duration::from_secs(300), || {
             let api = api.clone();
             async move {
                 let pod = api.get(name).await?;
                 let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
-                Ok(if ["Succeeded", "Running", "Failed"].contains(&phase.as_str()) {
+                let shown = ["Succeeded", "Failed"].contains(&phase.as_str()) || (*keeps_running && phase == "Running");
+                Ok(if shown {
                     Progress::Done(pod)
                 } else {
                     Progress::Pending(describe(&pod))
@@ -107,10 +117,11 @@ async fn main() -> anyhow::Result<()> {
         })
         .await?;
         let printed = api.logs(name, &LogParams::default()).await.unwrap_or_default();
-        println!(
-            "\n== {name} ({}) printed:",
-            pod.status.and_then(|s| s.phase).unwrap_or_default()
-        );
+        let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+        if phase == "Failed" {
+            failed.push(format!("{name}: {}", describe(&pod)));
+        }
+        println!("\n== {name} ({phase}) printed:");
         print!(
             "{}",
             if printed.is_empty() {
@@ -120,8 +131,11 @@ async fn main() -> anyhow::Result<()> {
             }
         );
     }
-    claims(&client, node).await?;
-    mig_instances(node);
+    node_state::claims_and_specs(&client, node, NAMESPACE).await?;
+    node_state::mig_instances(node)?;
+    if !failed.is_empty() {
+        anyhow::bail!("example Pods failed: {}", failed.join("; "));
+    }
     println!("\n== DEMO READY: the node stays up; `make demo-down` stops it.");
     println!("   kubeconfig: {}", node.kubeconfig.display());
     Ok(())
@@ -172,75 +186,4 @@ async fn inventory(client: &Client) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-async fn claims(client: &Client, node: &RealNode) -> anyhow::Result<()> {
-    let slices = Api::<ResourceSlice>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items;
-    println!(
-        "\n== the node's pool: {} devices in {} ResourceSlices",
-        slices
-            .iter()
-            .map(|s| s.spec.devices.as_ref().map_or(0, Vec::len))
-            .sum::<usize>(),
-        slices.len()
-    );
-    println!("\n== claims and the devices they were prepared with");
-    for claim in Api::<ResourceClaim>::namespaced(client.clone(), NAMESPACE)
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
-        let devices: Vec<String> = claim
-            .status
-            .and_then(|s| s.allocation)
-            .and_then(|a| a.devices)
-            .and_then(|d| d.results)
-            .map(|r| r.iter().map(|r| r.device.clone()).collect())
-            .unwrap_or_default();
-        println!(
-            "   {:<28} {}",
-            claim.metadata.name.unwrap_or_default(),
-            devices.join(", ")
-        );
-    }
-    println!("\n== CDI specs gpu-handler wrote on the node (/var/run/cdi)");
-    for entry in std::fs::read_dir(node.node_path("/var/run/cdi"))?.filter_map(Result::ok) {
-        let spec: Value = serde_json::from_slice(&std::fs::read(entry.path())?)?;
-        let edits = &spec["containerEdits"];
-        println!(
-            "   {}: devices {:?}; {} driver mounts, hooks {:?}",
-            entry.file_name().to_string_lossy(),
-            spec["devices"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|d| d["name"].as_str().unwrap_or_default())
-                .collect::<Vec<_>>(),
-            edits["mounts"].as_array().map_or(0, Vec::len),
-            edits["hooks"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|h| h["args"][1].as_str().unwrap_or_default())
-                .collect::<Vec<_>>()
-        );
-    }
-    Ok(())
-}
-
-fn mig_instances(node: &RealNode) {
-    println!("\n== MIG instances in the mock NVML's state");
-    let text = std::fs::read_to_string(node.node_path("/run/gpu-mock-nvml/state.json")).unwrap_or_default();
-    let state: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    for (card, gpu) in state["gpus"].as_object().into_iter().flatten() {
-        for gi in gpu["gpuInstances"].as_array().into_iter().flatten() {
-            println!(
-                "   {card}: GPU instance {} (profile {}) at {}",
-                gi["id"], gi["profileId"], gi["placement"]
-            );
-        }
-    }
 }
