@@ -59,6 +59,15 @@ if [ "${TEST_REAL_NODE:-1}" != 0 ]; then
   if env_file="$(NODE_DIR="$realnode" TESTBED_OWNER_PID=$$ "$repo/tools/testbed/node-up.sh" 1.34)"; then
     echo "real node up in $(( $(date +%s) - t0 ))s: $env_file"
     GPU_REALNODE_ENV="$env_file" cargo_test real-node -p real-node --locked --no-fail-fast
+    # The README's other command, `make demo`, on this node: the examples applied, every Pod run, the
+    # node's CDI specs listed. It fails when a Pod fails or a running Pod's claim has no spec.
+    phase "make demo on the real node"
+    DEMO_NODE_ENV="$env_file" make --no-print-directory -C "$repo" demo 2>&1 | tee "$logs/demo.log"
+    if [ "${PIPESTATUS[0]}" = 0 ] && grep -q '^== DEMO READY' "$logs/demo.log"; then
+      echo "1 0" >> "$summary"
+    else
+      failed_phases+=("make demo"); echo "0 1" >> "$summary"
+    fi
     "$repo/tools/testbed/node-down.sh" "$realnode"
   else
     failed_phases+=("real node up"); echo "0 1" >> "$summary"
