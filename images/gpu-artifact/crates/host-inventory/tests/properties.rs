@@ -163,7 +163,7 @@ fn property_any_sysfs_attribute_gives_a_gpu_or_a_warning_naming_the_file() {
     );
     check("sysfs attributes", file!(), inputs, |(name, value)| {
         let file = format!("sys/{}/{name}", broken.devpath());
-        let original = std::fs::read(host.path(&file)).unwrap_or_default();
+        let original = std::fs::read(host.path(&file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         host.write_file(&file, &value);
         let scan = scan_gpus(&root, &GpuFilter::nvidia(), None);
         host.write_file(&file, &original);

@@ -129,7 +129,7 @@ async fn virtualization_reads_a_vm_class_ready_and_its_gpu_is_prepared_as_vfio()
     );
 
     let uid = claim.metadata.uid.clone().unwrap();
-    check_device_metadata(&node, &uid, cdi_ids).await;
+    let metadata = check_device_metadata(&node, &uid, cdi_ids).await;
 
     ns.api::<Pod>()
         .delete("virt-launcher-vm", &DeleteParams::default())
@@ -137,18 +137,22 @@ async fn virtualization_reads_a_vm_class_ready_and_its_gpu_is_prepared_as_vfio()
         .unwrap();
     node.wait_pod_gone("virt-launcher-vm").await;
     wait_counts(&Api::<GPUClass>::all(ns.client()), &class, (1, 0, 1)).await;
-    let metadata_dir = node
-        .host()
-        .join("var/lib/kubelet/plugins/gpu.deckhouse.io/dra-device-metadata");
-    assert!(
-        std::fs::read_dir(&metadata_dir).map(|d| d.count()).unwrap_or(0) == 0,
-        "unprepare removes the metadata\n--- controller log ---\n{}",
-        controller.log()
-    );
+    // Unprepare removes the metadata files the prepare wrote (none before 1.36), at the paths the
+    // prepare's spec named.
+    for file in metadata {
+        assert!(
+            !file.exists(),
+            "unprepare removes {}\n--- controller log ---\n{}",
+            file.display(),
+            controller.log()
+        );
+    }
 }
 
 /// On 1.36+ the launcher gets the card's PCI address where KubeVirt reads it; before, nothing.
-async fn check_device_metadata(node: &PluginNode, uid: &str, cdi_ids: &[String]) {
+/// Checks the device metadata a prepare gave the launcher; returns the files it wrote on the host
+/// (its CDI spec and the metadata file the spec mounts), none before 1.36.
+async fn check_device_metadata(node: &PluginNode, uid: &str, cdi_ids: &[String]) -> Vec<std::path::PathBuf> {
     let minor = node.s.ns.cluster().server_minor().await.unwrap();
     let spec_path = node
         .host()
@@ -156,7 +160,7 @@ async fn check_device_metadata(node: &PluginNode, uid: &str, cdi_ids: &[String])
     if minor < 36 {
         assert!(!spec_path.exists(), "no device metadata on 1.{minor}");
         assert!(cdi_ids.iter().all(|id| !id.contains("/metadata=")), "{cdi_ids:?}");
-        return;
+        return Vec::new();
     }
     assert!(
         cdi_ids.contains(&format!("gpu.deckhouse.io/metadata={uid}_gpu-0")),
@@ -168,8 +172,8 @@ async fn check_device_metadata(node: &PluginNode, uid: &str, cdi_ids: &[String])
         mount["containerPath"],
         "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/gpu-0/gpu-0/gpu.deckhouse.io-metadata.json"
     );
-    let file: Value =
-        serde_json::from_str(&std::fs::read_to_string(mount["hostPath"].as_str().unwrap()).unwrap()).unwrap();
+    let host_file = std::path::PathBuf::from(mount["hostPath"].as_str().unwrap());
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&host_file).unwrap()).unwrap();
     assert_eq!(file["apiVersion"], "metadata.resource.k8s.io/v1alpha1");
     assert_eq!(file["podClaimName"], "gpu-0");
     let attributes = &file["requests"][0]["devices"][0]["attributes"];
@@ -178,4 +182,5 @@ async fn check_device_metadata(node: &PluginNode, uid: &str, cdi_ids: &[String])
         attributes["resource.kubernetes.io/pcieRoot"],
         json!({"string": "pci0000:00"})
     );
+    vec![spec_path, host_file]
 }

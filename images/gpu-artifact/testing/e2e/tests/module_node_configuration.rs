@@ -136,8 +136,12 @@ impl Node {
     }
 
     fn kubectl_calls(&self) -> Vec<String> {
-        let log = fs::read_to_string(self.path("kubectl.log")).unwrap_or_default();
-        log.lines().map(str::to_owned).collect()
+        // The stand-in kubectl makes the log with its first call: no file is no call.
+        match fs::read_to_string(self.path("kubectl.log")) {
+            Ok(log) => log.lines().map(str::to_owned).collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => panic!("kubectl.log: {e}"),
+        }
     }
 }
 

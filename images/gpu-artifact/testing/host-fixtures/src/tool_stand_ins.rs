@@ -91,8 +91,13 @@ rm -f "$marker"
 
     /// What the stand-ins were asked, one line per call.
     pub fn calls(&self) -> Vec<String> {
-        let log = std::fs::read_to_string(self.dir.join("tools.log")).unwrap_or_default();
-        log.lines().map(str::to_owned).collect()
+        // The stand-ins make the log with their first call: no file is no call.
+        let path = self.dir.join("tools.log");
+        match std::fs::read_to_string(&path) {
+            Ok(log) => log.lines().map(str::to_owned).collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
     }
 
     /// The pid of the stand-in MPS daemon of the card `uuid`, while its process lives.

@@ -126,8 +126,15 @@ impl Node {
         self.preparer.config().checkpoint_path()
     }
 
+    /// The checkpoint file's text; "" when there is none yet (nothing was ever recorded), any other
+    /// failure fails the test.
     pub fn checkpoint_text(&self) -> String {
-        std::fs::read_to_string(self.checkpoint_path()).unwrap_or_default()
+        let path = self.checkpoint_path();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
     }
 
     pub fn cdi_json(&self, uid: &str) -> serde_json::Value {

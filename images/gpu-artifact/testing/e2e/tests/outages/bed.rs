@@ -156,10 +156,12 @@ impl Bed {
             .ws
             .host_root()
             .join("var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json");
-        std::fs::read_to_string(path)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
+        // No file is an empty checkpoint (nothing prepared yet); any other failure fails the test.
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Value::Null,
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
     }
 
     pub fn mig_instances(&self) -> usize {

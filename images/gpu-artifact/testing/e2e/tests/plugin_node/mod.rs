@@ -112,9 +112,11 @@ impl PluginNode {
 
     pub fn checkpoint(&self) -> Value {
         let path = kubelet_root(&self.s).join("plugins/gpu.deckhouse.io/checkpoint.json");
+        // No file is an empty checkpoint (nothing prepared yet); any other failure fails the test.
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).unwrap(),
-            Err(_) => Value::Null,
+            Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
+            Err(e) => panic!("{}: {e}", path.display()),
         }
     }
 
