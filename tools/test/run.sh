@@ -14,6 +14,8 @@ logs="$(mktemp -d "${TMPDIR:-/tmp}/gpu-make-test.$(date +%Y%m%d-%H%M%S).XXXX")"
 summary="$logs/summary"; : > "$summary"
 echo "logs of this run: $logs"
 export GPU_TEST_RUN_DIR="$logs"   # control planes the tests start themselves live here too
+# One build per phase, never edited between: incremental caches would only cost disk (6 GB cold).
+export CARGO_INCREMENTAL=0
 failed_phases=()
 start_all=$(date +%s)
 
