@@ -81,13 +81,6 @@ the admin's labels. */ -}}
 {{- dig (index . 1) "hash" "" (index . 0).Values.gpu.internal.bootstrap -}}
 {{- end -}}
 
-{{- /* "true" when the API server serves resource.k8s.io/v1 (Kubernetes >= 1.34, from Deckhouse's
-global.discovery.kubernetesVersion). */ -}}
-{{- define "gpu.draServed" -}}
-{{- $version := dig "discovery" "kubernetesVersion" "" .Values.global -}}
-{{- if and $version (semverCompare ">=1.34.0-0" $version) }}true{{ end -}}
-{{- end -}}
-
 {{- /* "true" when the API server has feature gate (index . 1) enabled (hook feature-gates). */ -}}
 {{- define "gpu.featureGate" -}}
 {{- if has (index . 1) (index . 0).Values.gpu.internal.kubernetes.featureGates }}true{{ end -}}

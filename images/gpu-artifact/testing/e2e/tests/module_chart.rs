@@ -94,7 +94,7 @@ fn deployment<'a>(objects: &'a [Value], name: &str) -> Option<&'a Value> {
 }
 
 #[test]
-fn controllers_follow_high_availability_and_the_dra_api() {
+fn controllers_follow_high_availability() {
     let single = render_chart(&["driver-ready"]);
     let ha = render_chart(&["driver-ready", "high-availability"]);
     for name in ["gpu-controller", "gpu-dra-controller"] {
@@ -127,10 +127,6 @@ fn controllers_follow_high_availability_and_the_dra_api() {
             "{name} ServiceMonitor"
         );
     }
-    let pending = render_chart(&["driver-ready", "kubernetes-without-dra"]);
-    assert!(deployment(&pending, "gpu-controller").is_some());
-    assert!(deployment(&pending, "gpu-dra-controller").is_none());
-    assert!(!of_kind(&pending, "ClusterRole").any(|r| r["metadata"]["name"] == "d8:gpu:gpu-dra-controller"));
 }
 
 #[test]
