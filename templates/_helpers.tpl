@@ -28,7 +28,7 @@ else nodes of role control-plane or system, else any node) and its "any-node" to
 {{- /* Node affinity of a node component placed by the bootstrap node lists. With an empty list it
 renders a selector no node matches, so the DaemonSet exists but runs nowhere. With a third argument
 true the node must also have CDI on in its container runtime (label gpu.deckhouse.io/cdi=true, set by
-the NodeGroupConfiguration gpu-detect-cdi.sh): gpu-handler hands GPUs to containers only through CDI.
+the NodeGroupConfiguration gpu-detect-node.sh): gpu-handler hands GPUs to containers only through CDI.
 Usage: {{ include "gpu.bootstrapAffinity" (list . "gpuHandler" true) }} */ -}}
 {{- define "gpu.bootstrapAffinity" -}}
 {{- $ctx := index . 0 -}}
@@ -104,7 +104,7 @@ The last argument adds lib-helm's policy of the kube-rbac-proxy sidecar. */ -}}
 {{- $name := index . 2 -}}
 {{- $containers := index . 3 -}}
 {{- $proxy := and (gt (len .) 4) (index . 4) -}}
-{{- if has "vertical-pod-autoscaler-crd" $ctx.Values.global.enabledModules }}
+{{- if has "vertical-pod-autoscaler" $ctx.Values.global.enabledModules }}
 ---
 apiVersion: autoscaling.k8s.io/v1
 kind: VerticalPodAutoscaler
@@ -140,7 +140,7 @@ VPA sets them. Usage: {{ include "gpu.resources" (list . (dict "cpu" "10m" "memo
 resources:
   requests:
     {{- include "helm_lib_module_ephemeral_storage_only_logs" $ctx | nindent 4 }}
-    {{- if not (has "vertical-pod-autoscaler-crd" $ctx.Values.global.enabledModules) }}
+    {{- if not (has "vertical-pod-autoscaler" $ctx.Values.global.enabledModules) }}
     cpu: {{ $requests.cpu }}
     memory: {{ $requests.memory }}
     {{- end }}

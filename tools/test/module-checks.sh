@@ -135,6 +135,38 @@ PY
 }
 check "oss.yaml versions are the ones the build uses" oss_versions_match
 
+# lib-helm is vendored as Deckhouse modules vendor it (deckhouse/virtualization: charts/*.tgz, Chart.yaml's
+# dependency, requirements.lock): the archive, Chart.yaml and requirements.lock name one version, and the
+# lock's digest is the one helm computes (helm.sh/helm/v3 internal/resolver HashReq: sha256 of the JSON
+# [Chart.yaml's dependencies, the lock's]), so `helm dependency build` takes the lock as in sync.
+lib_helm_locked() {
+  python3 - "$repo" <<'PY'
+import hashlib, json, pathlib, sys, tarfile, yaml
+repo = pathlib.Path(sys.argv[1])
+chart = yaml.safe_load((repo / "Chart.yaml").read_text())
+lock = yaml.safe_load((repo / "requirements.lock").read_text())
+archives = sorted((repo / "charts").glob("deckhouse_lib_helm-*.tgz"))
+problems = []
+if len(archives) != 1:
+    problems.append(f"charts/ holds {len(archives)} lib-helm archives")
+else:
+    with tarfile.open(archives[0]) as tar:
+        vendored = yaml.safe_load(tar.extractfile("deckhouse_lib_helm/Chart.yaml"))["version"]
+    for where, deps in (("Chart.yaml", chart["dependencies"]), ("requirements.lock", lock["dependencies"])):
+        if [d["version"] for d in deps if d["name"] == "deckhouse_lib_helm"] != [vendored]:
+            problems.append(f"{where} does not name the vendored lib-helm {vendored}")
+fields = ("name", "version", "repository")
+as_helm = lambda deps: [{k: d[k] for k in fields if d.get(k)} for d in deps]
+digest = "sha256:" + hashlib.sha256(json.dumps([as_helm(chart["dependencies"]), as_helm(lock["dependencies"])],
+                                               separators=(",", ":")).encode()).hexdigest()
+if lock["digest"] != digest:
+    problems.append(f"requirements.lock digest {lock['digest']}, helm computes {digest}")
+print("\n".join(problems) or f"lib-helm {vendored} locked")
+sys.exit(1 if problems else 0)
+PY
+}
+check "lib-helm is vendored with requirements.lock as helm writes it" lib_helm_locked
+
 # The build's Rust toolchain check passes this machine's rustc and stops an older one at once.
 rust_version_check() {
   local stub; stub=$(mktemp)

@@ -155,6 +155,43 @@ fn every_workload_has_a_vpa_short_history_and_pinned_images() {
     }
 }
 
+/// The module's own gates read the module names Deckhouse enables today: with only
+/// `vertical-pod-autoscaler` and `operator-prometheus` on, every workload still gets its VPA (and so no
+/// fixed cpu/memory requests) and Prometheus its PodMonitors and ServiceMonitors.
+#[test]
+fn vpas_and_monitors_follow_todays_module_names() {
+    let objects = render_chart(&["driver-ready", "current-module-names-only"]);
+    let vpas: BTreeSet<&str> = of_kind(&objects, "VerticalPodAutoscaler")
+        .map(|v| v["spec"]["targetRef"]["name"].as_str().unwrap())
+        .collect();
+    for workload in objects
+        .iter()
+        .filter(|o| o["kind"] == "DaemonSet" || o["kind"] == "Deployment")
+    {
+        let name = workload["metadata"]["name"].as_str().unwrap();
+        assert!(vpas.contains(name), "{name} has no VPA under vertical-pod-autoscaler");
+        for container in workload["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
+            let requests = &container["resources"]["requests"];
+            assert!(
+                requests.get("cpu").is_none() && requests.get("memory").is_none(),
+                "{name}/{}: fixed requests {requests} beside its VPA",
+                container["name"]
+            );
+        }
+    }
+    let monitors: BTreeSet<&str> = objects
+        .iter()
+        .filter(|o| o["kind"] == "PodMonitor" || o["kind"] == "ServiceMonitor")
+        .map(|m| m["metadata"]["name"].as_str().unwrap())
+        .collect();
+    for scraped in ["gpu-handler", "gpu-node-agent", "gpu-controller", "gpu-dra-controller"] {
+        assert!(
+            monitors.contains(scraped),
+            "{scraped} is not scraped under operator-prometheus: {monitors:?}"
+        );
+    }
+}
+
 /// The module's own images (built from images/<dir>, the NVIDIA ones repackaged there too), by digest:
 /// digest -> images/<dir>.
 fn own_image_dirs() -> BTreeMap<String, String> {
@@ -294,10 +331,11 @@ fn node_expressions<'a>(objects: &'a [Value], name: &str) -> &'a [Value] {
 }
 
 #[test]
-fn node_components_stay_off_node_manager_gpus_and_the_handler_off_nodes_without_cdi() {
+fn node_components_stay_off_node_manager_gpus_the_handler_off_nodes_without_cdi_and_the_agent_off_nodes_without_gpus() {
     let objects = render_chart(&["driver-ready"]);
     let node_manager = json!({"key": "node.deckhouse.io/gpu", "operator": "DoesNotExist"});
     let cdi = json!({"key": "gpu.deckhouse.io/cdi", "operator": "In", "values": ["true"]});
+    let nvidia_gpu = json!({"key": "gpu.deckhouse.io/nvidia-gpu", "operator": "In", "values": ["true"]});
     for name in [
         "gpu-node-agent",
         "gpu-driver-validator",
@@ -312,6 +350,12 @@ fn node_components_stay_off_node_manager_gpus_and_the_handler_off_nodes_without_
             name == "gpu-handler",
             "{name}: {expressions:?}"
         );
+        // The other node components follow the bootstrap lists, which only the agent's PhysicalGPUs fill.
+        assert_eq!(
+            expressions.contains(&nvidia_gpu),
+            name == "gpu-node-agent",
+            "{name}: {expressions:?}"
+        );
         // lib-helm's any-node tolerations: tainted GPU NodeGroups (dedicated.deckhouse.io) are not skipped.
         let tolerations = daemonset(&objects, name)["spec"]["template"]["spec"]["tolerations"]
             .as_array()
@@ -324,7 +368,7 @@ fn node_components_stay_off_node_manager_gpus_and_the_handler_off_nodes_without_
     let configurations: Vec<&str> = of_kind(&objects, "NodeGroupConfiguration")
         .map(|c| c["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(configurations, ["gpu-containerd-cdi.sh", "gpu-detect-cdi.sh"]);
+    assert_eq!(configurations, ["gpu-containerd-cdi.sh", "gpu-detect-node.sh"]);
 }
 
 #[test]

@@ -221,27 +221,39 @@ fn cdi_is_turned_on_in_containerd_1_7_only_where_the_module_serves_gpus() {
 }
 
 #[test]
-fn the_cdi_label_follows_what_the_running_containerd_reports() {
-    let script = bashible_render(&configuration("gpu-detect-cdi.sh"), &worker("Containerd"));
-    for (info, label) in [
+fn the_node_labels_follow_its_pci_devices_and_what_the_running_containerd_reports() {
+    let script = bashible_render(&configuration("gpu-detect-node.sh"), &worker("Containerd"));
+    let cdi_on = r#"{"config": {"enableCDI": true, "cdiSpecDirs": ["/etc/cdi"]}}"#;
+    // (PCI devices, crictl info) -> (nvidia-gpu, cdi). NVIDIA's HDMI audio function and an Intel GPU
+    // are no NVIDIA GPU.
+    let nvidia_audio = ("0000:3b:00.1", "0x10de", "0x040300");
+    let intel_gpu = ("0000:00:02.0", "0x8086", "0x030000");
+    let nvidia_3d = ("0000:3b:00.0", NVIDIA_3D.0, NVIDIA_3D.1);
+    let cases = [
+        (vec![nvidia_3d, nvidia_audio], cdi_on, ("true", "true")),
         (
-            r#"{"config": {"enableCDI": true, "cdiSpecDirs": ["/etc/cdi"]}}"#,
-            "true",
+            vec![nvidia_3d],
+            r#"{"config": {"enableCDI": false}}"#,
+            ("true", "false"),
         ),
-        (r#"{"config": {"enableCDI": false}}"#, "false"),
-        ("", "false"),
-    ] {
+        (vec![nvidia_audio, intel_gpu], cdi_on, ("false", "true")),
+        (vec![], "", ("false", "false")),
+    ];
+    for (devices, info, (gpu, cdi)) in cases {
         let node = Node::new();
         node.joined();
+        for (address, vendor, class) in &devices {
+            node.pci_device(address, vendor, class);
+        }
         node.write("crictl-info", info);
         node.run(&script);
         assert_eq!(
             node.kubectl_calls(),
             [format!(
-                "--kubeconfig {} label --overwrite=true node worker-a gpu.deckhouse.io/cdi={label}",
+                "--kubeconfig {} label --overwrite=true node worker-a gpu.deckhouse.io/nvidia-gpu={gpu} gpu.deckhouse.io/cdi={cdi}",
                 node.path("etc/kubernetes/kubelet.conf").display()
             )],
-            "{info}"
+            "{devices:?} {info}"
         );
     }
     // Before the node has joined there is nothing to label.

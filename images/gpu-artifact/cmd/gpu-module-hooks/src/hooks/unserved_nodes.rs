@@ -32,7 +32,7 @@ const MANAGED_BY_NODE_MANAGER: &str = "The NodeGroup of this node has spec.gpu: 
     NVIDIA's device plugin, MIG manager and MPS daemon here, so the gpu module leaves its GPUs alone (no \
     PhysicalGPU, no DRA offers). Remove spec.gpu from the NodeGroup to let the gpu module serve them.";
 const CDI_DISABLED: &str = "This node's GPUs are DriverReady, but its container runtime has CDI off (the node has \
-    no label gpu.deckhouse.io/cdi=true, which the module's NodeGroupConfiguration gpu-detect-cdi.sh sets once \
+    no label gpu.deckhouse.io/cdi=true, which the module's NodeGroupConfiguration gpu-detect-node.sh sets once \
     containerd reports enable_cdi = true): gpu-handler does not run here and its GPUs are not offered. On \
     containerd 1.7 the module's NodeGroupConfiguration gpu-containerd-cdi.sh turns CDI on unless the node is \
     labelled gpu.deckhouse.io/containerd-cdi-config=false; ContainerdV2 has it on; a runtime Deckhouse does not \
