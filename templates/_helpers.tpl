@@ -61,14 +61,19 @@ affinity:
         {{- end }}
 {{- end -}}
 
-{{- /* Node selector expressions of every node component: not the control plane, not a node whose
-NodeGroup has spec.gpu (node-manager's NVIDIA stack manages those cards: node.deckhouse.io/gpu), and
-the admin's labels. */ -}}
+{{- /* Node selector expressions of every node component: not the control plane, not a node of a
+NodeGroup with spec.gpu (node-manager's NVIDIA stack manages those cards; the hook node-groups lists
+those NodeGroups from the NodeGroups themselves, and node-manager labels each node with its group), and
+the admin's labels. The label node.deckhouse.io/gpu decides nothing: node-manager stops setting it once
+this module is enabled and never removes it. */ -}}
 {{- define "gpu.gpuNodeExpressions" -}}
 - key: node-role.kubernetes.io/control-plane
   operator: DoesNotExist
-- key: node.deckhouse.io/gpu
-  operator: DoesNotExist
+{{- with dig "nodeManagerGPU" "nodeGroups" list .Values.gpu.internal }}
+- key: node.deckhouse.io/group
+  operator: NotIn
+  values: {{ . | sortAlpha | toJson }}
+{{- end }}
 {{- range $key, $value := .Values.gpu.nodeSelector }}
 - key: {{ $key }}
   operator: In

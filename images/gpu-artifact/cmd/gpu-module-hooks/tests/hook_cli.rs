@@ -63,19 +63,20 @@ fn run_hook_against(index: &str, contexts: &Value, values: &Value, kubeconfig: O
 #[test]
 fn the_alerts_query_the_series_the_hooks_export() {
     let contexts = json!([{"binding": "nodes", "type": "Group", "snapshots": {
-        "nodes": [{"filterResult": {"name": "nm", "cdi": "", "nodeManagerGPU": true}}]}}]);
+        "physicalgpus": [{"filterResult": {"node": "no-cdi", "vendor": "10de", "driverReady": "True"}}],
+        "nodes": [{"filterResult": {"name": "no-cdi", "cdi": ""}}]}}]);
     let (_, metrics) = run_hook_with_metrics(BOOTSTRAP_NODES, &contexts, &json!({}));
     let rules = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../monitoring/prometheus-rules/configuration.yaml"),
     )
     .unwrap();
     let named: Vec<&str> = metrics.iter().filter_map(|m| m["name"].as_str()).collect();
-    assert_eq!(named, ["d8_gpu_node_not_served"]);
+    assert_eq!(named, ["d8_gpu_node_not_served"], "{metrics:?}");
     for name in named
         .iter()
         .chain(["d8_gpu_feature_gate_enabled", "d8_gpu_feature_gates_unknown"].iter())
     {
-        assert!(rules.contains(&format!("({name})")), "no alert on {name}");
+        assert!(rules.contains(&format!("({name}")), "no alert on {name}");
     }
 }
 
@@ -119,7 +120,7 @@ fn list_works_with_an_empty_environment_and_matches_config() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("Found 4 items:\n"), "{text}");
+    assert!(text.starts_with("Found 5 items:\n"), "{text}");
     assert!(text.contains("2 - bootstrap-nodes"), "{text}");
 
     let out = Command::new(BINARY).args(["hook", "config"]).output().unwrap();
@@ -133,13 +134,21 @@ fn list_works_with_an_empty_environment_and_matches_config() {
             "feature-gates",
             "tls-certificates",
             "bootstrap-nodes",
-            "cleanup-on-disable"
+            "cleanup-on-disable",
+            "node-groups"
         ]
     );
     // No hook installs CRDs (addon-operator installs crds/) or runs at startup.
     assert!(hooks.iter().all(|h| h.get("onStartup").is_none()), "{config}");
     assert_eq!(hooks[0]["beforeHelm"], 1);
     assert_eq!(hooks[3]["afterDeleteHelm"], 10);
+    let node_groups: Vec<(&str, &str)> = hooks[4]["kubernetes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["apiVersion"].as_str().unwrap(), b["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(node_groups, [("deckhouse.io/v1", "NodeGroup"), ("v1", "Node")]);
     let bindings: Vec<(&str, bool)> = hooks[2]["kubernetes"]
         .as_array()
         .unwrap()

@@ -29,9 +29,6 @@ pub const NODE_CDI: &str = "gpu.deckhouse.io/cdi";
 pub const NODE_NVIDIA_GPU: &str = "gpu.deckhouse.io/nvidia-gpu";
 /// Every node label the module's NodeGroupConfigurations write (removed too when it is disabled).
 pub const NODE_CONFIGURATION_LABELS: [&str; 2] = [NODE_CDI, NODE_NVIDIA_GPU];
-/// Node label Deckhouse's node-manager puts on the nodes of a NodeGroup with `spec.gpu`: its own NVIDIA
-/// stack (device plugin, MIG manager, MPS daemon) manages their GPUs, so the module stays off them.
-pub const NODE_MANAGER_GPU: &str = "node.deckhouse.io/gpu";
 
 /// `<node>-<index>-<vendorID>-<deviceID>`, where index is the card's position among the node's GPUs
 /// sorted by PCI address: stable across restarts as long as the hardware does not change.

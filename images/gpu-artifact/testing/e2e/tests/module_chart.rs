@@ -330,21 +330,21 @@ fn node_expressions<'a>(objects: &'a [Value], name: &str) -> &'a [Value] {
         .unwrap()
 }
 
+const NODE_COMPONENTS: [&str; 5] = [
+    "gpu-node-agent",
+    "gpu-driver-validator",
+    "gpu-handler",
+    "gpu-dcgm",
+    "gpu-dcgm-exporter",
+];
+
 #[test]
-fn node_components_stay_off_node_manager_gpus_the_handler_off_nodes_without_cdi_and_the_agent_off_nodes_without_gpus() {
+fn node_components_stay_off_the_handler_off_nodes_without_cdi_and_the_agent_off_nodes_without_gpus() {
     let objects = render_chart(&["driver-ready"]);
-    let node_manager = json!({"key": "node.deckhouse.io/gpu", "operator": "DoesNotExist"});
     let cdi = json!({"key": "gpu.deckhouse.io/cdi", "operator": "In", "values": ["true"]});
     let nvidia_gpu = json!({"key": "gpu.deckhouse.io/nvidia-gpu", "operator": "In", "values": ["true"]});
-    for name in [
-        "gpu-node-agent",
-        "gpu-driver-validator",
-        "gpu-handler",
-        "gpu-dcgm",
-        "gpu-dcgm-exporter",
-    ] {
+    for name in NODE_COMPONENTS {
         let expressions = node_expressions(&objects, name);
-        assert!(expressions.contains(&node_manager), "{name}: {expressions:?}");
         assert_eq!(
             expressions.contains(&cdi),
             name == "gpu-handler",
@@ -368,7 +368,44 @@ fn node_components_stay_off_node_manager_gpus_the_handler_off_nodes_without_cdi_
     let configurations: Vec<&str> = of_kind(&objects, "NodeGroupConfiguration")
         .map(|c| c["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(configurations, ["gpu-containerd-cdi.sh", "gpu-detect-node.sh"]);
+    assert_eq!(
+        configurations,
+        [
+            "gpu-containerd-cdi.sh",
+            "gpu-detect-node.sh",
+            "gpu-nvidia-runtime-envvar.sh"
+        ]
+    );
+}
+
+/// Which nodes node-manager's NVIDIA stack keeps is decided from NodeGroups (the hook node-groups):
+/// every node component stays off the nodes of the NodeGroups with spec.gpu, by their group label, and
+/// no node is kept off by the label node.deckhouse.io/gpu, which node-manager leaves on nodes for ever.
+#[test]
+fn node_components_stay_off_the_node_groups_node_manager_serves_and_nothing_else() {
+    let plain = render_chart(&["driver-ready"]);
+    let with_groups = render_chart(&["driver-ready", "node-manager-gpu-node-groups"]);
+    let groups = json!({"key": "node.deckhouse.io/group", "operator": "NotIn", "values": ["gpu-a100", "gpu-mig"]});
+    for name in NODE_COMPONENTS {
+        for objects in [&plain, &with_groups] {
+            let keys: Vec<&str> = node_expressions(objects, name)
+                .iter()
+                .map(|e| e["key"].as_str().unwrap())
+                .collect();
+            assert!(!keys.contains(&"node.deckhouse.io/gpu"), "{name}: {keys:?}");
+        }
+        assert!(
+            !node_expressions(&plain, name)
+                .iter()
+                .any(|e| e["key"] == "node.deckhouse.io/group"),
+            "{name}"
+        );
+        assert!(
+            node_expressions(&with_groups, name).contains(&groups),
+            "{name}: {:?}",
+            node_expressions(&with_groups, name)
+        );
+    }
 }
 
 #[test]

@@ -102,8 +102,8 @@ async fn read_events_in_default(ns: &TestNamespace, account: &str) -> String {
     role
 }
 
-/// A node whose NodeGroup has spec.gpu and a node whose GPUs are DriverReady without CDI get an Event;
-/// then disabling the module removes its PhysicalGPUs, node labels, slices and Events and leaves the
+/// A node whose GPUs are DriverReady without CDI gets an Event, a node that only carries node-manager's
+/// old label node.deckhouse.io/gpu gets none (NodeGroups decide that: module_node_groups); then disabling the module removes its PhysicalGPUs, node labels, slices and Events and leaves the
 /// admin's label, another driver's slice and the Node alone.
 #[tokio::test]
 async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made() {
@@ -128,8 +128,8 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
     // bootstrap-nodes with the snapshots addon-operator would give it.
     let contexts = json!([{"binding": "beforeHelm", "snapshots": {
         "physicalgpus": [{"filterResult": {"node": NODE, "vendor": "10de", "driverReady": "True"}}],
-        "nodes": [{"filterResult": {"name": NODE, "cdi": "false", "nodeManagerGPU": false}},
-                  {"filterResult": {"name": node_manager, "cdi": "", "nodeManagerGPU": true}}]}}]);
+        "nodes": [{"filterResult": {"name": NODE, "cdi": "false"}},
+                  {"filterResult": {"name": node_manager, "cdi": ""}}]}}]);
     let run = run_hook(
         "bootstrap-nodes",
         cluster.kubeconfig_path(),
@@ -140,16 +140,13 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
     let reasons =
         |events: BTreeMap<String, Event>| events.values().filter_map(|e| e.reason.clone()).collect::<Vec<_>>();
     assert_eq!(reasons(events_about(&client, "Node", NODE).await), ["CDIDisabled"]);
-    assert_eq!(
-        reasons(events_about(&client, "Node", node_manager).await),
-        ["ManagedByNodeManager"]
-    );
+    assert!(reasons(events_about(&client, "Node", node_manager).await).is_empty());
     assert_eq!(
         run.metrics
             .iter()
             .filter(|m| m["name"] == "d8_gpu_node_not_served")
             .count(),
-        2
+        1
     );
 
     // What a running module leaves in the cluster: a PhysicalGPU, slices of ours and of another driver.
