@@ -140,7 +140,7 @@ spec:
     port: 8443
     targetPort: https-metrics
     protocol: TCP
-{{- if has "operator-prometheus-crd" $ctx.Values.global.enabledModules }}
+{{- if has "operator-prometheus" $ctx.Values.global.enabledModules }}
 ---
 apiVersion: monitoring.coreos.com/v1
 kind: ServiceMonitor

@@ -28,7 +28,7 @@ else nodes of role control-plane or system, else any node) and its "any-node" to
 {{- /* Node affinity of a node component placed by the bootstrap node lists. With an empty list it
 renders a selector no node matches, so the DaemonSet exists but runs nowhere. With a third argument
 true the node must also have CDI on in its container runtime (label gpu.deckhouse.io/cdi=true, set by
-the NodeGroupConfiguration gpu-detect-cdi.sh): gpu-handler hands GPUs to containers only through CDI.
+the NodeGroupConfiguration gpu-detect-node.sh): gpu-handler hands GPUs to containers only through CDI.
 Usage: {{ include "gpu.bootstrapAffinity" (list . "gpuHandler" true) }} */ -}}
 {{- define "gpu.bootstrapAffinity" -}}
 {{- $ctx := index . 0 -}}
@@ -61,14 +61,19 @@ affinity:
         {{- end }}
 {{- end -}}
 
-{{- /* Node selector expressions of every node component: not the control plane, not a node whose
-NodeGroup has spec.gpu (node-manager's NVIDIA stack manages those cards: node.deckhouse.io/gpu), and
-the admin's labels. */ -}}
+{{- /* Node selector expressions of every node component: not the control plane, not a node of a
+NodeGroup with spec.gpu (node-manager's NVIDIA stack manages those cards; the hook node-groups lists
+those NodeGroups from the NodeGroups themselves, and node-manager labels each node with its group), and
+the admin's labels. The label node.deckhouse.io/gpu decides nothing: node-manager stops setting it once
+this module is enabled and never removes it. */ -}}
 {{- define "gpu.gpuNodeExpressions" -}}
 - key: node-role.kubernetes.io/control-plane
   operator: DoesNotExist
-- key: node.deckhouse.io/gpu
-  operator: DoesNotExist
+{{- with dig "nodeManagerGPU" "nodeGroups" list .Values.gpu.internal }}
+- key: node.deckhouse.io/group
+  operator: NotIn
+  values: {{ . | sortAlpha | toJson }}
+{{- end }}
 {{- range $key, $value := .Values.gpu.nodeSelector }}
 - key: {{ $key }}
   operator: In
@@ -79,13 +84,6 @@ the admin's labels. */ -}}
 {{- /* The bootstrap hash of a component, for the pod annotation that rolls Pods when the list changes. */ -}}
 {{- define "gpu.bootstrapHash" -}}
 {{- dig (index . 1) "hash" "" (index . 0).Values.gpu.internal.bootstrap -}}
-{{- end -}}
-
-{{- /* "true" when the API server serves resource.k8s.io/v1 (Kubernetes >= 1.34, from Deckhouse's
-global.discovery.kubernetesVersion). */ -}}
-{{- define "gpu.draServed" -}}
-{{- $version := dig "discovery" "kubernetesVersion" "" .Values.global -}}
-{{- if and $version (semverCompare ">=1.34.0-0" $version) }}true{{ end -}}
 {{- end -}}
 
 {{- /* "true" when the API server has feature gate (index . 1) enabled (hook feature-gates). */ -}}
@@ -111,7 +109,7 @@ The last argument adds lib-helm's policy of the kube-rbac-proxy sidecar. */ -}}
 {{- $name := index . 2 -}}
 {{- $containers := index . 3 -}}
 {{- $proxy := and (gt (len .) 4) (index . 4) -}}
-{{- if has "vertical-pod-autoscaler-crd" $ctx.Values.global.enabledModules }}
+{{- if has "vertical-pod-autoscaler" $ctx.Values.global.enabledModules }}
 ---
 apiVersion: autoscaling.k8s.io/v1
 kind: VerticalPodAutoscaler
@@ -147,7 +145,7 @@ VPA sets them. Usage: {{ include "gpu.resources" (list . (dict "cpu" "10m" "memo
 resources:
   requests:
     {{- include "helm_lib_module_ephemeral_storage_only_logs" $ctx | nindent 4 }}
-    {{- if not (has "vertical-pod-autoscaler-crd" $ctx.Values.global.enabledModules) }}
+    {{- if not (has "vertical-pod-autoscaler" $ctx.Values.global.enabledModules) }}
     cpu: {{ $requests.cpu }}
     memory: {{ $requests.memory }}
     {{- end }}

@@ -68,7 +68,7 @@ Usage: {{ include "gpu.kubeRbacProxy.sidecar" (dict "ctx" . "resource" "deployme
   resources:
     requests:
       {{- include "helm_lib_module_ephemeral_storage_only_logs" .ctx | nindent 6 }}
-      {{- if not (has "vertical-pod-autoscaler-crd" .ctx.Values.global.enabledModules) }}
+      {{- if not (has "vertical-pod-autoscaler" .ctx.Values.global.enabledModules) }}
       {{- include "helm_lib_container_kube_rbac_proxy_resources" .ctx | nindent 6 }}
       {{- end }}
   volumeMounts:

@@ -11,6 +11,8 @@ command -v python3 >/dev/null || need+=(python3)
 command -v setsid >/dev/null || need+=(util-linux)
 # promtool checks the module's Prometheus rules (the package also ships a server we never start).
 command -v promtool >/dev/null || need+=(prometheus)
+# jq filters objects for the hooks' bindings in tests, as shell-operator does.
+command -v jq >/dev/null || need+=(jq)
 # The docs generator and the dashboard check read YAML.
 python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
 if [ ${#need[@]} -gt 0 ]; then

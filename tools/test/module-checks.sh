@@ -17,24 +17,47 @@ check() { # name command...
 }
 
 # --- dmt: `dmt lint .` as Deckhouse's CI runs it, and again with values that render every part
-# (Kubernetes 1.34 so the DRA parts render, the monitoring and VPA modules on, GPU nodes placed).
+# (the monitoring modules on, GPU nodes placed).
 # Fails on any error; warnings are printed (each one kept has its reason in .dmtlint.yaml or module.yaml). ---
 # dmt lints every file under the directory it is given; Deckhouse's CI gives it a clean checkout, so it
 # lints a copy of the files git tracks or would track here (no build output, no .testbed/).
 dmt_tree=""
-dmt_lint() { # [dmt flags...]
-  local bin out; bin="$("$repo/tools/install/dmt.sh")" || return 1
+dmt_ready() { # sets dmt_bin and dmt_tree
+  dmt_bin="$("$repo/tools/install/dmt.sh")" || return 1
   if [ -z "$dmt_tree" ]; then
     dmt_tree=$(mktemp -d); trap 'rm -rf "$dmt_tree"' EXIT
     (cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$dmt_tree" 2>/dev/null) \
       || cp -r "$repo/." "$dmt_tree"
   fi
-  out=$(cd "$dmt_tree" && "$bin" lint "$@" . 2>&1); local rc=$?
+}
+dmt_lint() { # [dmt flags...]
+  dmt_ready || return 1
+  local out; out=$(cd "$dmt_tree" && "$dmt_bin" lint "$@" . 2>&1); local rc=$?
   sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | grep -v '^[0-9T:-]*Z ' | grep -E '^🐒|Message:|Object:|FilePath:|Errors:|Warnings:|Critical:'
   return $rc
 }
+# What plain `dmt lint .` checks is what it renders with dmt's own stub values (Kubernetes 1.29, no
+# monitoring modules: dmt internal/modules/values/global_stubs.yaml). Every template must render there,
+# or Deckhouse's CI never lints it. The only templates allowed to render nothing are the monitoring
+# objects of modules dmt's stubs leave off (operator-prometheus, prometheus); the run with
+# tools/test/dmt-values.yaml lints those.
+stub_render_leaves_out="templates/gpu-handler/podmonitor.yaml templates/gpu-node-agent/podmonitor.yaml templates/rbac-to-us.yaml"
+dmt_renders_every_template() {
+  dmt_ready || return 1
+  local out; out=$(mktemp -d)
+  (cd "$dmt_tree" && "$dmt_bin" render . -o "$out" >/dev/null 2>&1) || { echo "dmt render failed"; rm -rf "$out"; return 1; }
+  local missing=0 template
+  for template in $(cd "$repo" && git ls-files -co --exclude-standard 'templates/*.yaml'); do
+    grep -qw "$template" <<<"$stub_render_leaves_out" && continue
+    if [ ! -s "$out/rendered/gpu/default/$template" ]; then
+      echo "$template renders nothing under dmt's stub values: Deckhouse's CI would never lint it"; missing=1
+    fi
+  done
+  rm -rf "$out"; return $missing
+}
 check "dmt lint (Deckhouse CI's invocation)" dmt_lint
-check "dmt lint with every part rendered (tools/test/dmt-values.yaml)" dmt_lint -f "$repo/tools/test/dmt-values.yaml"
+check "every template renders under dmt's stub values (what Deckhouse CI's dmt lint sees)" dmt_renders_every_template
+check "dmt lint with the monitoring parts rendered (tools/test/dmt-values.yaml)" dmt_lint -f "$repo/tools/test/dmt-values.yaml"
 # --- end dmt ---
 
 # Every metric name a rule or dashboard queries must be one a real exporter serves. kube_* and DCGM_*
@@ -111,6 +134,38 @@ sys.exit(1 if wrong else 0)
 PY
 }
 check "oss.yaml versions are the ones the build uses" oss_versions_match
+
+# lib-helm is vendored as Deckhouse modules vendor it (deckhouse/virtualization: charts/*.tgz, Chart.yaml's
+# dependency, requirements.lock): the archive, Chart.yaml and requirements.lock name one version, and the
+# lock's digest is the one helm computes (helm.sh/helm/v3 internal/resolver HashReq: sha256 of the JSON
+# [Chart.yaml's dependencies, the lock's]), so `helm dependency build` takes the lock as in sync.
+lib_helm_locked() {
+  python3 - "$repo" <<'PY'
+import hashlib, json, pathlib, sys, tarfile, yaml
+repo = pathlib.Path(sys.argv[1])
+chart = yaml.safe_load((repo / "Chart.yaml").read_text())
+lock = yaml.safe_load((repo / "requirements.lock").read_text())
+archives = sorted((repo / "charts").glob("deckhouse_lib_helm-*.tgz"))
+problems = []
+if len(archives) != 1:
+    problems.append(f"charts/ holds {len(archives)} lib-helm archives")
+else:
+    with tarfile.open(archives[0]) as tar:
+        vendored = yaml.safe_load(tar.extractfile("deckhouse_lib_helm/Chart.yaml"))["version"]
+    for where, deps in (("Chart.yaml", chart["dependencies"]), ("requirements.lock", lock["dependencies"])):
+        if [d["version"] for d in deps if d["name"] == "deckhouse_lib_helm"] != [vendored]:
+            problems.append(f"{where} does not name the vendored lib-helm {vendored}")
+fields = ("name", "version", "repository")
+as_helm = lambda deps: [{k: d[k] for k in fields if d.get(k)} for d in deps]
+digest = "sha256:" + hashlib.sha256(json.dumps([as_helm(chart["dependencies"]), as_helm(lock["dependencies"])],
+                                               separators=(",", ":")).encode()).hexdigest()
+if lock["digest"] != digest:
+    problems.append(f"requirements.lock digest {lock['digest']}, helm computes {digest}")
+print("\n".join(problems) or f"lib-helm {vendored} locked")
+sys.exit(1 if problems else 0)
+PY
+}
+check "lib-helm is vendored with requirements.lock as helm writes it" lib_helm_locked
 
 # The build's Rust toolchain check passes this machine's rustc and stops an older one at once.
 rust_version_check() {

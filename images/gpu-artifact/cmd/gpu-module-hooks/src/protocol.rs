@@ -96,6 +96,15 @@ impl HookInput {
         self.snapshots.get(binding).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// The filter results of `binding` that parse as `T` (one that does not is an object the filter
+    /// could not shape, e.g. of an older version: left out).
+    pub fn snapshot_of<T: serde::de::DeserializeOwned>(&self, binding: &str) -> Vec<T> {
+        self.snapshot(binding)
+            .iter()
+            .filter_map(|item| serde_json::from_value(item.clone()).ok())
+            .collect()
+    }
+
     /// A value by JSON pointer under the whole values document (e.g. `/global/discovery/clusterDomain`).
     pub fn value(&self, pointer: &str) -> Option<&Value> {
         self.values.pointer(pointer)

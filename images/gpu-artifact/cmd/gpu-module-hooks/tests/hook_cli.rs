@@ -7,6 +7,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_gpu-module-hooks");
+const FEATURE_GATES: &str = "0";
 const BOOTSTRAP_NODES: &str = "2";
 const TLS_CERTIFICATES: &str = "1";
 
@@ -21,6 +22,11 @@ fn run_hook(index: &str, contexts: &Value, values: &Value) -> Value {
 
 /// Runs `hook run <index>`; returns the values patch and the metric operations it wrote.
 fn run_hook_with_metrics(index: &str, contexts: &Value, values: &Value) -> (Value, Vec<Value>) {
+    run_hook_against(index, contexts, values, None)
+}
+
+/// Runs `hook run <index>` with the API server of `kubeconfig` (none: no kubeconfig at all).
+fn run_hook_against(index: &str, contexts: &Value, values: &Value, kubeconfig: Option<&Path>) -> (Value, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
     std::fs::write(path("context.json"), contexts.to_string()).unwrap();
@@ -28,9 +34,12 @@ fn run_hook_with_metrics(index: &str, contexts: &Value, values: &Value) -> (Valu
     std::fs::write(path("values-patch.json"), "").unwrap();
     std::fs::write(path("kubernetes-patch.json"), "").unwrap();
     std::fs::write(path("metrics.json"), "").unwrap();
-    let out = Command::new(BINARY)
-        .args(["hook", "run", index])
-        .env_clear()
+    let mut command = Command::new(BINARY);
+    command.args(["hook", "run", index]).env_clear();
+    if let Some(kubeconfig) = kubeconfig {
+        command.env("KUBECONFIG", kubeconfig);
+    }
+    let out = command
         .env("BINDING_CONTEXT_PATH", path("context.json"))
         .env("VALUES_PATH", path("values.json"))
         .env("VALUES_JSON_PATCH_PATH", path("values-patch.json"))
@@ -54,17 +63,52 @@ fn run_hook_with_metrics(index: &str, contexts: &Value, values: &Value) -> (Valu
 #[test]
 fn the_alerts_query_the_series_the_hooks_export() {
     let contexts = json!([{"binding": "nodes", "type": "Group", "snapshots": {
-        "nodes": [{"filterResult": {"name": "nm", "cdi": "", "nodeManagerGPU": true}}]}}]);
+        "physicalgpus": [{"filterResult": {"node": "no-cdi", "vendor": "10de", "driverReady": "True"}}],
+        "nodes": [{"filterResult": {"name": "no-cdi", "cdi": ""}}]}}]);
     let (_, metrics) = run_hook_with_metrics(BOOTSTRAP_NODES, &contexts, &json!({}));
     let rules = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../monitoring/prometheus-rules/configuration.yaml"),
     )
     .unwrap();
     let named: Vec<&str> = metrics.iter().filter_map(|m| m["name"].as_str()).collect();
-    assert_eq!(named, ["d8_gpu_node_not_served"]);
-    for name in named.iter().chain(["d8_gpu_feature_gate_enabled"].iter()) {
-        assert!(rules.contains(&format!("({name})")), "no alert on {name}");
+    assert_eq!(named, ["d8_gpu_node_not_served"], "{metrics:?}");
+    for name in named
+        .iter()
+        .chain(["d8_gpu_feature_gate_enabled", "d8_gpu_feature_gates_unknown"].iter())
+    {
+        assert!(rules.contains(&format!("({name}")), "no alert on {name}");
     }
+}
+
+/// An API server whose /metrics cannot be read (here: nothing listens where the kubeconfig points)
+/// leaves the feature gates the module last found in its values, and says so by a metric the alert
+/// D8GpuFeatureGatesUnknown watches, instead of failing the module's run.
+#[test]
+fn feature_gates_stay_as_last_found_when_the_api_server_metrics_cannot_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    // Port 1 on loopback: refused at once, nothing leaves the machine.
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}\n\
+         users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
+    )
+    .unwrap();
+    let last = json!({"featureGates": ["DRAPartitionableDevices"], "missingFeatureGates": ["DRAExtendedResource"]});
+    let values = json!({"global": {"discovery": {"kubernetesVersion": "1.34.4"}},
+                        "gpu": {"internal": {"kubernetes": last}}});
+    let (patch, metrics) = run_hook_against(FEATURE_GATES, &json!([]), &values, Some(&kubeconfig));
+    assert_eq!(patch, json!([]), "the values the module last found stay");
+    let unknown: Vec<&Value> = metrics
+        .iter()
+        .filter(|m| m["name"] == "d8_gpu_feature_gates_unknown")
+        .collect();
+    assert_eq!(unknown.len(), 1, "{metrics:?}");
+    assert_eq!(unknown[0]["value"], 1.0);
+    assert!(
+        metrics.iter().all(|m| m["name"] != "d8_gpu_feature_gate_enabled"),
+        "no gate is reported off or on from what could not be read: {metrics:?}"
+    );
 }
 
 #[test]
@@ -76,7 +120,7 @@ fn list_works_with_an_empty_environment_and_matches_config() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("Found 4 items:\n"), "{text}");
+    assert!(text.starts_with("Found 5 items:\n"), "{text}");
     assert!(text.contains("2 - bootstrap-nodes"), "{text}");
 
     let out = Command::new(BINARY).args(["hook", "config"]).output().unwrap();
@@ -90,13 +134,21 @@ fn list_works_with_an_empty_environment_and_matches_config() {
             "feature-gates",
             "tls-certificates",
             "bootstrap-nodes",
-            "cleanup-on-disable"
+            "cleanup-on-disable",
+            "node-groups"
         ]
     );
     // No hook installs CRDs (addon-operator installs crds/) or runs at startup.
     assert!(hooks.iter().all(|h| h.get("onStartup").is_none()), "{config}");
     assert_eq!(hooks[0]["beforeHelm"], 1);
     assert_eq!(hooks[3]["afterDeleteHelm"], 10);
+    let node_groups: Vec<(&str, &str)> = hooks[4]["kubernetes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["apiVersion"].as_str().unwrap(), b["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(node_groups, [("deckhouse.io/v1", "NodeGroup"), ("v1", "Node")]);
     let bindings: Vec<(&str, bool)> = hooks[2]["kubernetes"]
         .as_array()
         .unwrap()

@@ -21,12 +21,14 @@ pub const NODE_BAREMETAL: &str = "gpu.deckhouse.io/baremetal";
 /// Every node label the node agent writes (the module removes them when it is disabled).
 pub const NODE_AGENT_LABELS: [&str; 4] = [NODE_OS_ID, NODE_OS_VERSION, NODE_KERNEL_VERSION, NODE_BAREMETAL];
 
-/// Node label `"true"` set by the module's NodeGroupConfiguration gpu-detect-cdi.sh once the node's
+/// Node label `"true"` set by the module's NodeGroupConfiguration gpu-detect-node.sh once the node's
 /// containerd has CDI on; gpu-handler (which hands GPUs to containers through CDI) runs only there.
 pub const NODE_CDI: &str = "gpu.deckhouse.io/cdi";
-/// Node label Deckhouse's node-manager puts on the nodes of a NodeGroup with `spec.gpu`: its own NVIDIA
-/// stack (device plugin, MIG manager, MPS daemon) manages their GPUs, so the module stays off them.
-pub const NODE_MANAGER_GPU: &str = "node.deckhouse.io/gpu";
+/// Node label `"true"` set by the same NodeGroupConfiguration where the node has an NVIDIA GPU on PCI;
+/// gpu-node-agent runs only there.
+pub const NODE_NVIDIA_GPU: &str = "gpu.deckhouse.io/nvidia-gpu";
+/// Every node label the module's NodeGroupConfigurations write (removed too when it is disabled).
+pub const NODE_CONFIGURATION_LABELS: [&str; 2] = [NODE_CDI, NODE_NVIDIA_GPU];
 
 /// `<node>-<index>-<vendorID>-<deviceID>`, where index is the card's position among the node's GPUs
 /// sorted by PCI address: stable across restarts as long as the hardware does not change.

@@ -94,7 +94,7 @@ fn deployment<'a>(objects: &'a [Value], name: &str) -> Option<&'a Value> {
 }
 
 #[test]
-fn controllers_follow_high_availability_and_the_dra_api() {
+fn controllers_follow_high_availability() {
     let single = render_chart(&["driver-ready"]);
     let ha = render_chart(&["driver-ready", "high-availability"]);
     for name in ["gpu-controller", "gpu-dra-controller"] {
@@ -127,10 +127,6 @@ fn controllers_follow_high_availability_and_the_dra_api() {
             "{name} ServiceMonitor"
         );
     }
-    let pending = render_chart(&["driver-ready", "kubernetes-without-dra"]);
-    assert!(deployment(&pending, "gpu-controller").is_some());
-    assert!(deployment(&pending, "gpu-dra-controller").is_none());
-    assert!(!of_kind(&pending, "ClusterRole").any(|r| r["metadata"]["name"] == "d8:gpu:gpu-dra-controller"));
 }
 
 #[test]
@@ -156,6 +152,43 @@ fn every_workload_has_a_vpa_short_history_and_pinned_images() {
             let image = container["image"].as_str().unwrap();
             assert!(image.contains("@sha256:"), "{name}/{}: {image}", container["name"]);
         }
+    }
+}
+
+/// The module's own gates read the module names Deckhouse enables today: with only
+/// `vertical-pod-autoscaler` and `operator-prometheus` on, every workload still gets its VPA (and so no
+/// fixed cpu/memory requests) and Prometheus its PodMonitors and ServiceMonitors.
+#[test]
+fn vpas_and_monitors_follow_todays_module_names() {
+    let objects = render_chart(&["driver-ready", "current-module-names-only"]);
+    let vpas: BTreeSet<&str> = of_kind(&objects, "VerticalPodAutoscaler")
+        .map(|v| v["spec"]["targetRef"]["name"].as_str().unwrap())
+        .collect();
+    for workload in objects
+        .iter()
+        .filter(|o| o["kind"] == "DaemonSet" || o["kind"] == "Deployment")
+    {
+        let name = workload["metadata"]["name"].as_str().unwrap();
+        assert!(vpas.contains(name), "{name} has no VPA under vertical-pod-autoscaler");
+        for container in workload["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
+            let requests = &container["resources"]["requests"];
+            assert!(
+                requests.get("cpu").is_none() && requests.get("memory").is_none(),
+                "{name}/{}: fixed requests {requests} beside its VPA",
+                container["name"]
+            );
+        }
+    }
+    let monitors: BTreeSet<&str> = objects
+        .iter()
+        .filter(|o| o["kind"] == "PodMonitor" || o["kind"] == "ServiceMonitor")
+        .map(|m| m["metadata"]["name"].as_str().unwrap())
+        .collect();
+    for scraped in ["gpu-handler", "gpu-node-agent", "gpu-controller", "gpu-dra-controller"] {
+        assert!(
+            monitors.contains(scraped),
+            "{scraped} is not scraped under operator-prometheus: {monitors:?}"
+        );
     }
 }
 
@@ -297,23 +330,30 @@ fn node_expressions<'a>(objects: &'a [Value], name: &str) -> &'a [Value] {
         .unwrap()
 }
 
+const NODE_COMPONENTS: [&str; 5] = [
+    "gpu-node-agent",
+    "gpu-driver-validator",
+    "gpu-handler",
+    "gpu-dcgm",
+    "gpu-dcgm-exporter",
+];
+
 #[test]
-fn node_components_stay_off_node_manager_gpus_and_the_handler_off_nodes_without_cdi() {
+fn node_components_stay_off_the_handler_off_nodes_without_cdi_and_the_agent_off_nodes_without_gpus() {
     let objects = render_chart(&["driver-ready"]);
-    let node_manager = json!({"key": "node.deckhouse.io/gpu", "operator": "DoesNotExist"});
     let cdi = json!({"key": "gpu.deckhouse.io/cdi", "operator": "In", "values": ["true"]});
-    for name in [
-        "gpu-node-agent",
-        "gpu-driver-validator",
-        "gpu-handler",
-        "gpu-dcgm",
-        "gpu-dcgm-exporter",
-    ] {
+    let nvidia_gpu = json!({"key": "gpu.deckhouse.io/nvidia-gpu", "operator": "In", "values": ["true"]});
+    for name in NODE_COMPONENTS {
         let expressions = node_expressions(&objects, name);
-        assert!(expressions.contains(&node_manager), "{name}: {expressions:?}");
         assert_eq!(
             expressions.contains(&cdi),
             name == "gpu-handler",
+            "{name}: {expressions:?}"
+        );
+        // The other node components follow the bootstrap lists, which only the agent's PhysicalGPUs fill.
+        assert_eq!(
+            expressions.contains(&nvidia_gpu),
+            name == "gpu-node-agent",
             "{name}: {expressions:?}"
         );
         // lib-helm's any-node tolerations: tainted GPU NodeGroups (dedicated.deckhouse.io) are not skipped.
@@ -328,7 +368,44 @@ fn node_components_stay_off_node_manager_gpus_and_the_handler_off_nodes_without_
     let configurations: Vec<&str> = of_kind(&objects, "NodeGroupConfiguration")
         .map(|c| c["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(configurations, ["gpu-containerd-cdi.sh", "gpu-detect-cdi.sh"]);
+    assert_eq!(
+        configurations,
+        [
+            "gpu-containerd-cdi.sh",
+            "gpu-detect-node.sh",
+            "gpu-nvidia-runtime-envvar.sh"
+        ]
+    );
+}
+
+/// Which nodes node-manager's NVIDIA stack keeps is decided from NodeGroups (the hook node-groups):
+/// every node component stays off the nodes of the NodeGroups with spec.gpu, by their group label, and
+/// no node is kept off by the label node.deckhouse.io/gpu, which node-manager leaves on nodes for ever.
+#[test]
+fn node_components_stay_off_the_node_groups_node_manager_serves_and_nothing_else() {
+    let plain = render_chart(&["driver-ready"]);
+    let with_groups = render_chart(&["driver-ready", "node-manager-gpu-node-groups"]);
+    let groups = json!({"key": "node.deckhouse.io/group", "operator": "NotIn", "values": ["gpu-a100", "gpu-mig"]});
+    for name in NODE_COMPONENTS {
+        for objects in [&plain, &with_groups] {
+            let keys: Vec<&str> = node_expressions(objects, name)
+                .iter()
+                .map(|e| e["key"].as_str().unwrap())
+                .collect();
+            assert!(!keys.contains(&"node.deckhouse.io/gpu"), "{name}: {keys:?}");
+        }
+        assert!(
+            !node_expressions(&plain, name)
+                .iter()
+                .any(|e| e["key"] == "node.deckhouse.io/group"),
+            "{name}"
+        );
+        assert!(
+            node_expressions(&with_groups, name).contains(&groups),
+            "{name}: {:?}",
+            node_expressions(&with_groups, name)
+        );
+    }
 }
 
 #[test]

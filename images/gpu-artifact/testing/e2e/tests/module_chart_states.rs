@@ -28,16 +28,17 @@ const NOT_SERVED_BY_THE_TEST_BED: [&str; 6] = [
 
 /// Every state the chart is tested in: fixture files of tools/test/module-fixtures applied over
 /// global.yaml in order. Each fixture file appears in at least one state.
-const STATES: [&[&str]; 9] = [
+const STATES: [&[&str]; 10] = [
     &["no-gpu-nodes"],
     &["inventoried"],
     &["driver-ready"],
     &["driver-ready", "dra-gates-off"],
     &["driver-ready", "high-availability"],
     &["driver-ready", "kubernetes-newest"],
-    &["driver-ready", "kubernetes-without-dra"],
     &["driver-ready", "containerized-driver"],
     &["driver-ready", "managed-control-plane"],
+    &["driver-ready", "current-module-names-only"],
+    &["driver-ready", "node-manager-gpu-node-groups"],
 ];
 
 #[test]

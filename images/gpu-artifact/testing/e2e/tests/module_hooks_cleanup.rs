@@ -6,13 +6,15 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
 use k8s_openapi::api::core::v1::{Event, Node};
-use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use k8s_openapi::api::rbac::v1::{PolicyRule, RoleBinding};
+use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use serde_json::json;
 use support::components::install_crds;
 use support::module_hooks::{apply_object_patches, events_about, run_hook, values, version_of};
 use support::node_objects::create_node;
-use testbed::{Progress, TestCluster, wait_until};
+use testbed::{Access, Progress, TestCluster, TestNamespace, wait_until};
 
 const NODE: &str = "module-hooks-worker";
 
@@ -38,8 +40,70 @@ async fn dynamic(client: &kube::Client, group: &str, version: &str, kind: &str) 
     Api::all_with(client.clone(), &resource)
 }
 
-/// A node whose NodeGroup has spec.gpu and a node whose GPUs are DriverReady without CDI get an Event;
-/// then disabling the module removes its PhysicalGPUs, node labels, slices and Events and leaves the
+/// Lets ServiceAccount `account` of `ns` list Events in `default` (where the hooks record theirs) and in
+/// no other namespace: a RoleBinding there, whose name this returns (outside the test's namespace, so
+/// the test deletes it).
+async fn read_events_in_default(ns: &TestNamespace, account: &str) -> String {
+    let client = ns.client();
+    let role = ns.unique("events-reader");
+    let cluster_role: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": role, "labels": ns.owner_labels()},
+        "rules": [{"apiGroups": [""], "resources": ["events"], "verbs": ["list"]}]}))
+    .unwrap();
+    Api::all(client.clone())
+        .create(&PostParams::default(), &cluster_role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": role, "namespace": "default"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns.name()}]}))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    let user = format!("system:serviceaccount:{}:{account}", ns.name());
+    let reviews = Api::<SubjectAccessReview>::all(client);
+    wait_until(
+        "the events reader is authorised",
+        std::time::Duration::from_secs(30),
+        || {
+            let review = SubjectAccessReview {
+                spec: SubjectAccessReviewSpec {
+                    user: Some(user.clone()),
+                    resource_attributes: Some(ResourceAttributes {
+                        resource: Some("events".into()),
+                        verb: Some("list".into()),
+                        namespace: Some("default".into()),
+                        ..ResourceAttributes::default()
+                    }),
+                    ..SubjectAccessReviewSpec::default()
+                },
+                ..SubjectAccessReview::default()
+            };
+            let reviews = reviews.clone();
+            async move {
+                let allowed = reviews
+                    .create(&PostParams::default(), &review)
+                    .await?
+                    .status
+                    .is_some_and(|s| s.allowed);
+                Ok(if allowed {
+                    Progress::Done(())
+                } else {
+                    Progress::Pending("not yet".into())
+                })
+            }
+        },
+    )
+    .await
+    .unwrap();
+    role
+}
+
+/// A node whose GPUs are DriverReady without CDI gets an Event, a node that only carries node-manager's
+/// old label node.deckhouse.io/gpu gets none (NodeGroups decide that: module_node_groups); then disabling the module removes its PhysicalGPUs, node labels, slices and Events and leaves the
 /// admin's label, another driver's slice and the Node alone.
 #[tokio::test]
 async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made() {
@@ -51,6 +115,7 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
         ("gpu.deckhouse.io/kernel.version", "6.8.0-45-generic"),
         ("gpu.deckhouse.io/allow-mig", "false"),
         ("gpu.deckhouse.io/cdi", "false"),
+        ("gpu.deckhouse.io/nvidia-gpu", "true"),
     ];
     let node_manager = "module-hooks-node-manager-gpu";
     let nodes = Api::<Node>::all(client.clone());
@@ -63,8 +128,8 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
     // bootstrap-nodes with the snapshots addon-operator would give it.
     let contexts = json!([{"binding": "beforeHelm", "snapshots": {
         "physicalgpus": [{"filterResult": {"node": NODE, "vendor": "10de", "driverReady": "True"}}],
-        "nodes": [{"filterResult": {"name": NODE, "cdi": "false", "nodeManagerGPU": false}},
-                  {"filterResult": {"name": node_manager, "cdi": "", "nodeManagerGPU": true}}]}}]);
+        "nodes": [{"filterResult": {"name": NODE, "cdi": "false"}},
+                  {"filterResult": {"name": node_manager, "cdi": ""}}]}}]);
     let run = run_hook(
         "bootstrap-nodes",
         cluster.kubeconfig_path(),
@@ -75,16 +140,13 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
     let reasons =
         |events: BTreeMap<String, Event>| events.values().filter_map(|e| e.reason.clone()).collect::<Vec<_>>();
     assert_eq!(reasons(events_about(&client, "Node", NODE).await), ["CDIDisabled"]);
-    assert_eq!(
-        reasons(events_about(&client, "Node", node_manager).await),
-        ["ManagedByNodeManager"]
-    );
+    assert!(reasons(events_about(&client, "Node", node_manager).await).is_empty());
     assert_eq!(
         run.metrics
             .iter()
             .filter(|m| m["name"] == "d8_gpu_node_not_served")
             .count(),
-        2
+        1
     );
 
     // What a running module leaves in the cluster: a PhysicalGPU, slices of ours and of another driver.
@@ -102,9 +164,34 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
         .await
         .unwrap();
 
+    // The hook lists only what is the module's: its Events in their namespace (a reader allowed no other
+    // Events still runs it), every PhysicalGPU, Node, ResourceSlice and ResourceClaim (a claim's driver is
+    // no field the API server selects on).
+    let ns = TestNamespace::create("module-hooks-cleanup").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let reads = |group: &str, resource: &str| PolicyRule {
+        api_groups: Some(vec![group.into()]),
+        resources: Some(vec![resource.into()]),
+        verbs: vec!["list".into()],
+        ..PolicyRule::default()
+    };
+    let kubeconfig = ns
+        .kubeconfig_as(
+            "cleanup-on-disable",
+            Access::Cluster(vec![
+                reads("gpu.deckhouse.io", "physicalgpus"),
+                reads("", "nodes"),
+                reads("resource.k8s.io", "resourceslices"),
+                reads("resource.k8s.io", "resourceclaims"),
+            ]),
+            dir.path(),
+        )
+        .await
+        .unwrap();
+    let events_reader = read_events_in_default(&ns, "cleanup-on-disable").await;
     let run = run_hook(
         "cleanup-on-disable",
-        cluster.kubeconfig_path(),
+        &kubeconfig,
         &json!([{"binding": "afterDeleteHelm"}]),
         &values(&version_of(&cluster).await),
     );
@@ -145,6 +232,10 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
     );
     assert!(events_about(&client, "Node", node_manager).await.is_empty());
     slices.delete("module-hooks-theirs", &Default::default()).await.unwrap();
+    Api::<RoleBinding>::namespaced(client.clone(), "default")
+        .delete(&events_reader, &DeleteParams::default())
+        .await
+        .unwrap();
     for node in [NODE, node_manager] {
         nodes.delete(node, &Default::default()).await.unwrap();
     }

@@ -115,6 +115,10 @@ impl Node {
         let moved = script
             .replace("/sys/bus/pci/devices", &format!("{root}/sys/bus/pci/devices"))
             .replace("/etc/containerd/", &format!("{root}/etc/containerd/"))
+            .replace(
+                "/etc/nvidia-container-runtime/",
+                &format!("{root}/etc/nvidia-container-runtime/"),
+            )
             .replace("/etc/kubernetes/", &format!("{root}/etc/kubernetes/"));
         self.write("step.sh", &moved);
         let out = Command::new("bash")
@@ -225,31 +229,123 @@ fn cdi_is_turned_on_in_containerd_1_7_only_where_the_module_serves_gpus() {
 }
 
 #[test]
-fn the_cdi_label_follows_what_the_running_containerd_reports() {
-    let script = bashible_render(&configuration("gpu-detect-cdi.sh"), &worker("Containerd"));
-    for (info, label) in [
+fn the_node_labels_follow_its_pci_devices_and_what_the_running_containerd_reports() {
+    let script = bashible_render(&configuration("gpu-detect-node.sh"), &worker("Containerd"));
+    let cdi_on = r#"{"config": {"enableCDI": true, "cdiSpecDirs": ["/etc/cdi"]}}"#;
+    // (PCI devices, crictl info) -> (nvidia-gpu, cdi). NVIDIA's HDMI audio function and an Intel GPU
+    // are no NVIDIA GPU.
+    let nvidia_audio = ("0000:3b:00.1", "0x10de", "0x040300");
+    let intel_gpu = ("0000:00:02.0", "0x8086", "0x030000");
+    let nvidia_3d = ("0000:3b:00.0", NVIDIA_3D.0, NVIDIA_3D.1);
+    let cases = [
+        (vec![nvidia_3d, nvidia_audio], cdi_on, ("true", "true")),
         (
-            r#"{"config": {"enableCDI": true, "cdiSpecDirs": ["/etc/cdi"]}}"#,
-            "true",
+            vec![nvidia_3d],
+            r#"{"config": {"enableCDI": false}}"#,
+            ("true", "false"),
         ),
-        (r#"{"config": {"enableCDI": false}}"#, "false"),
-        ("", "false"),
-    ] {
+        (vec![nvidia_audio, intel_gpu], cdi_on, ("false", "true")),
+        (vec![], "", ("false", "false")),
+    ];
+    for (devices, info, (gpu, cdi)) in cases {
         let node = Node::new();
         node.joined();
+        for (address, vendor, class) in &devices {
+            node.pci_device(address, vendor, class);
+        }
         node.write("crictl-info", info);
         node.run(&script);
         assert_eq!(
             node.kubectl_calls(),
             [format!(
-                "--kubeconfig {} label --overwrite=true node worker-a gpu.deckhouse.io/cdi={label}",
+                "--kubeconfig {} label --overwrite=true node worker-a gpu.deckhouse.io/nvidia-gpu={gpu} gpu.deckhouse.io/cdi={cdi}",
                 node.path("etc/kubernetes/kubelet.conf").display()
             )],
-            "{info}"
+            "{devices:?} {info}"
         );
     }
     // Before the node has joined there is nothing to label.
     let node = Node::new();
     node.run(&script);
     assert!(node.kubectl_calls().is_empty());
+}
+
+const TOOLKIT_CONF: &str = "etc/nvidia-container-runtime/config.toml";
+const ENVVAR_KEY: &str = "accept-nvidia-visible-devices-envvar-when-unprivileged";
+
+/// The toolkit's configuration as the step leaves it: the top-level key set to false exactly once,
+/// before any table, and every other line as it was.
+fn assert_envvar_refused(conf: &str, other_lines: &[&str]) {
+    let lines: Vec<&str> = conf.lines().collect();
+    let keys: Vec<usize> = (0..lines.len()).filter(|i| lines[*i].contains(ENVVAR_KEY)).collect();
+    assert_eq!(keys.len(), 1, "{conf}");
+    assert_eq!(lines[keys[0]], format!("{ENVVAR_KEY} = false"), "{conf}");
+    let first_table = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with('['))
+        .unwrap_or(lines.len());
+    assert!(keys[0] < first_table, "the key must be top-level:\n{conf}");
+    for line in other_lines {
+        assert!(lines.contains(line), "{line} lost:\n{conf}");
+    }
+}
+
+#[test]
+fn nvidia_runtime_refuses_gpus_by_environment_where_the_module_serves_the_node() {
+    let content = configuration("gpu-nvidia-runtime-envvar.sh");
+    let served = bashible_render(&content, &worker("ContainerdV2"));
+    let toolkit_tables = "[nvidia-container-runtime]\nmode = \"cdi\"\nruntimes = [\"runc\"]\n";
+
+    // The toolkit's packaged file (the key commented out at its default), a file setting it true, and
+    // one without it: each ends with the key false, the rest kept; a second run changes nothing.
+    for before in [
+        format!("#{ENVVAR_KEY} = true\n{toolkit_tables}"),
+        format!("  {ENVVAR_KEY}=true\n{toolkit_tables}"),
+        toolkit_tables.to_owned(),
+        String::new(),
+    ] {
+        let node = Node::new();
+        node.write(TOOLKIT_CONF, &before);
+        node.run(&served);
+        let after = fs::read_to_string(node.path(TOOLKIT_CONF)).unwrap();
+        let kept: Vec<&str> = if before.is_empty() {
+            vec![]
+        } else {
+            vec!["[nvidia-container-runtime]", "mode = \"cdi\"", "runtimes = [\"runc\"]"]
+        };
+        assert_envvar_refused(&after, &kept);
+        node.run(&served);
+        assert_eq!(
+            fs::read_to_string(node.path(TOOLKIT_CONF)).unwrap(),
+            after,
+            "idempotent"
+        );
+    }
+
+    // The toolkit installed without a configuration file: the file is the one key (the toolkit
+    // defaults every other one).
+    let node = Node::new();
+    node.write("bin/nvidia-container-runtime", "#!/bin/sh\n");
+    Command::new("chmod")
+        .arg("+x")
+        .arg(node.path("bin/nvidia-container-runtime"))
+        .status()
+        .unwrap();
+    node.run(&served);
+    assert_eq!(
+        fs::read_to_string(node.path(TOOLKIT_CONF)).unwrap(),
+        format!("{ENVVAR_KEY} = false\n")
+    );
+
+    // No NVIDIA toolkit: nothing is written.
+    let node = Node::new();
+    node.run(&served);
+    assert!(!node.path(TOOLKIT_CONF).exists());
+
+    // A NodeGroup with spec.gpu stays node-manager's: its device plugin hands out GPUs by that variable.
+    let node = Node::new();
+    node.write(TOOLKIT_CONF, toolkit_tables);
+    let gpu_group = json!({"cri": "ContainerdV2", "nodeGroup": {"name": "gpu", "gpu": {"sharing": "Exclusive"}}});
+    node.run(&bashible_render(&content, &gpu_group));
+    assert_eq!(fs::read_to_string(node.path(TOOLKIT_CONF)).unwrap(), toolkit_tables);
 }

@@ -129,8 +129,10 @@ fn start_for_this_process() -> anyhow::Result<PathBuf> {
 /// Deckhouse's label of a node of its system NodeGroup.
 pub const SYSTEM_ROLE_LABEL: &str = "node-role.deckhouse.io/system";
 
-/// What gpu-detect-cdi.sh (templates/node-configuration) labels a node whose containerd has CDI on.
+/// What gpu-detect-node.sh (templates/node-configuration) labels a node whose containerd has CDI on.
 pub const CDI_LABEL: &str = "gpu.deckhouse.io/cdi";
+/// What gpu-detect-node.sh labels a node with an NVIDIA GPU on PCI (the fixture host has nine).
+pub const NVIDIA_GPU_LABEL: &str = "gpu.deckhouse.io/nvidia-gpu";
 
 /// Waits until the Node is Ready, then labels it a Deckhouse system node with CDI on.
 pub fn wait_node_ready_blocking(name: &str, seconds: u64) -> anyhow::Result<()> {
@@ -146,9 +148,11 @@ pub fn wait_node_ready_blocking(name: &str, seconds: u64) -> anyhow::Result<()> 
                     // What Deckhouse gives a node before the module runs (a kubelet may not set these
                     // labels itself): its system node role (the module's controllers run on system
                     // nodes, its node components on every node but the control plane, so the one node
-                    // is both), and the label bashible's run of the module's gpu-detect-cdi.sh sets
-                    // where the running containerd has CDI on (write-configs.sh turns it on).
-                    let label = serde_json::json!({"metadata": {"labels": {SYSTEM_ROLE_LABEL: "", CDI_LABEL: "true"}}});
+                    // is both), and the labels bashible's run of the module's gpu-detect-node.sh sets
+                    // where the node has NVIDIA GPUs and the running containerd has CDI on
+                    // (write-configs.sh turns it on).
+                    let label = serde_json::json!({"metadata": {"labels": {
+                        SYSTEM_ROLE_LABEL: "", CDI_LABEL: "true", NVIDIA_GPU_LABEL: "true"}}});
                     nodes
                         .patch(name, &PatchParams::default(), &Patch::Merge(&label))
                         .await?;

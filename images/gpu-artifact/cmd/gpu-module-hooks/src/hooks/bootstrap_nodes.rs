@@ -1,9 +1,9 @@
 //! bootstrap-nodes: which nodes each node component runs on, from the PhysicalGPUs the node agents
 //! keep. The driver validator goes where NVIDIA cards are; gpu-handler, DCGM and dcgm-exporter where
 //! a card's driver is proven (DriverReady=True). Each list comes with a hash the templates put on the
-//! Pods, so a changed list rolls them. The templates keep every component off nodes of node-manager's
-//! NVIDIA stack and gpu-handler off nodes without CDI; this hook reports those nodes
-//! ([`super::unserved_nodes`]).
+//! Pods, so a changed list rolls them. The templates keep gpu-handler off nodes without CDI; this hook
+//! reports DriverReady nodes among them ([`super::unserved_nodes`]). Nodes of node-manager's NVIDIA stack
+//! are the hook node-groups' ([`super::node_groups`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use gpu_api::labels::{NODE_CDI, NODE_MANAGER_GPU};
+use gpu_api::labels::NODE_CDI;
 use time::OffsetDateTime;
 
 use super::unserved_nodes::{self, NodeLabels};
@@ -87,11 +87,9 @@ pub fn list_hash(nodes: &BTreeSet<String>) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// One small object per Node: its name and the two labels that decide whether the module serves it.
+/// One small object per Node: its name and whether its runtime has CDI on.
 fn node_filter() -> String {
-    format!(
-        r#"{{"name": .metadata.name, "cdi": (.metadata.labels."{NODE_CDI}" // ""), "nodeManagerGPU": (.metadata.labels // {{}} | has("{NODE_MANAGER_GPU}"))}}"#
-    )
+    format!(r#"{{"name": .metadata.name, "cdi": (.metadata.labels."{NODE_CDI}" // "")}}"#)
 }
 
 pub fn run(input: &HookInput) -> HookOutput {
@@ -99,28 +97,20 @@ pub fn run(input: &HookInput) -> HookOutput {
 }
 
 pub fn run_at(input: &HookInput, now: OffsetDateTime) -> HookOutput {
-    let gpus: Vec<NodeGpu> = parsed(input.snapshot(BINDING));
+    let gpus: Vec<NodeGpu> = input.snapshot_of(BINDING);
     let placed = place_components(&gpus);
     let mut output = HookOutput::default();
-    unserved_nodes::report(
-        &parsed::<NodeLabels>(input.snapshot(NODES)),
+    let no_cdi = unserved_nodes::cdi_disabled(
+        &input.snapshot_of::<NodeLabels>(NODES),
         &placed.get("gpuHandler").cloned().unwrap_or_default(),
-        now,
-        &mut output,
     );
+    unserved_nodes::report(unserved_nodes::cdi_metric_group(), &no_cdi, now, &mut output);
     let placement: serde_json::Map<String, Value> = placed
         .into_iter()
         .map(|(component, nodes)| (component.to_owned(), json!({"nodes": nodes, "hash": list_hash(&nodes)})))
         .collect();
     output.set_value("internal/bootstrap", Value::Object(placement));
     output
-}
-
-fn parsed<T: serde::de::DeserializeOwned>(items: &[Value]) -> Vec<T> {
-    items
-        .iter()
-        .filter_map(|item| serde_json::from_value(item.clone()).ok())
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! cleanup-on-disable (afterDeleteHelm): removes what the module created outside its Helm release
 //! once Helm has deleted the release: every PhysicalGPU, the node labels of the node agent and of the
-//! CDI detection, the ResourceSlices of the driver gpu.deckhouse.io, and the Events the hooks
+//! module's NodeGroupConfigurations (GPU and CDI detection), the ResourceSlices of the driver gpu.deckhouse.io, and the Events the hooks
 //! recorded. By then Helm has also deleted the components' ClusterRoleBindings, so a node agent still
 //! shutting down cannot recreate a PhysicalGPU (its writes are denied).
 //!
@@ -11,7 +11,7 @@
 //! checkpoint at start). The admin's own node labels (allow-mig, allow-mps, allow-timeslicing) and
 //! DeviceClasses stay too.
 
-use gpu_api::labels::{NODE_AGENT_LABELS, NODE_CDI};
+use gpu_api::labels::{NODE_AGENT_LABELS, NODE_CONFIGURATION_LABELS};
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::{Client, discovery};
@@ -24,6 +24,8 @@ use crate::object_patch::{
 use crate::protocol::{HookConfig, HookInput, HookMetadata, HookOutput, MODULE_KEY};
 
 const DRIVER: &str = "gpu.deckhouse.io";
+/// ResourceClaims listed per request: only one page of a cluster's claims is in the hook's memory at a time.
+const PAGE: u32 = 500;
 
 pub fn config() -> HookConfig {
     HookConfig {
@@ -100,7 +102,7 @@ async fn list_leftovers(client: &Client) -> anyhow::Result<Leftovers> {
             let labels = node.metadata.labels.unwrap_or_default();
             let ours: Vec<String> = NODE_AGENT_LABELS
                 .iter()
-                .chain([NODE_CDI].iter())
+                .chain(NODE_CONFIGURATION_LABELS.iter())
                 .filter(|key| labels.contains_key(**key))
                 .map(|key| key.to_string())
                 .collect();
@@ -113,31 +115,34 @@ async fn list_leftovers(client: &Client) -> anyhow::Result<Leftovers> {
         .into_iter()
         .map(|o| o.metadata.name.unwrap_or_default())
         .collect();
-    let events = list_names(client, "", "v1", "Event", None)
+    // Only the hooks' own Events: their namespace, and `source` (the Event's source.component, a field
+    // the API server selects on: kubernetes pkg/registry/core/event/strategy.go ToSelectableFields).
+    let ours = ListParams::default().fields(&format!("source={EVENT_COMPONENT}"));
+    let events = list_kept(client, ("", "v1", "Event"), Some(EVENT_NAMESPACE), ours, |_| true)
         .await?
         .into_iter()
-        .filter(|e| e.metadata.namespace.as_deref() == Some(EVENT_NAMESPACE))
-        .filter(|e| e.data.pointer("/source/component").and_then(Value::as_str) == Some(EVENT_COMPONENT))
         .map(|e| (EVENT_NAMESPACE.to_owned(), e.metadata.name.unwrap_or_default()))
         .collect();
-    let allocated_claims = list_names(client, "resource.k8s.io", "v1", "ResourceClaim", None)
-        .await?
-        .into_iter()
-        .filter(|claim| {
-            claim
-                .data
-                .pointer("/status/allocation/devices/results")
-                .and_then(Value::as_array)
-                .is_some_and(|results| results.iter().any(|r| r["driver"] == DRIVER))
-        })
-        .map(|c| {
-            format!(
-                "{}/{}",
-                c.metadata.namespace.unwrap_or_default(),
-                c.metadata.name.unwrap_or_default()
-            )
-        })
-        .collect();
+    // A claim's driver is no field the API server selects on, so the claims come a page at a time and
+    // only those holding a device of ours are kept.
+    let claims = ("resource.k8s.io", "v1", "ResourceClaim");
+    let allocated_claims = list_kept(
+        client,
+        claims,
+        None,
+        ListParams::default().limit(PAGE),
+        holds_our_device,
+    )
+    .await?
+    .into_iter()
+    .map(|c| {
+        format!(
+            "{}/{}",
+            c.metadata.namespace.unwrap_or_default(),
+            c.metadata.name.unwrap_or_default()
+        )
+    })
+    .collect();
     Ok(Leftovers {
         physical_gpus,
         labelled_nodes,
@@ -156,11 +161,47 @@ async fn list_names(
     kind: &str,
     params: Option<ListParams>,
 ) -> anyhow::Result<Vec<DynamicObject>> {
+    list_kept(client, (group, version, kind), None, params.unwrap_or_default(), |_| {
+        true
+    })
+    .await
+}
+
+/// A claim allocated to a device of our driver.
+fn holds_our_device(claim: &DynamicObject) -> bool {
+    claim
+        .data
+        .pointer("/status/allocation/devices/results")
+        .and_then(Value::as_array)
+        .is_some_and(|results| results.iter().any(|r| r["driver"] == DRIVER))
+}
+
+/// The objects of a kind that `params` select and `keep` keeps, in `namespace` or in all namespaces,
+/// a page at a time when `params` sets a limit (only the kept ones are held); none when the server
+/// does not serve the kind.
+async fn list_kept(
+    client: &Client,
+    (group, version, kind): (&str, &str, &str),
+    namespace: Option<&str>,
+    mut params: ListParams,
+    keep: fn(&DynamicObject) -> bool,
+) -> anyhow::Result<Vec<DynamicObject>> {
     let Ok((resource, _)) = discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind)).await else {
         return Ok(Vec::new());
     };
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    Ok(api.list(&params.unwrap_or_default()).await?.items)
+    let api: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let mut kept = Vec::new();
+    loop {
+        let page = api.list(&params).await?;
+        kept.extend(page.items.into_iter().filter(keep));
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(kept),
+        }
+    }
 }
 
 #[cfg(test)]

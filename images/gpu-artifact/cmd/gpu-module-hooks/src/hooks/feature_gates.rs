@@ -4,6 +4,11 @@
 //! the gauge `d8_gpu_feature_gate_enabled{gate}` (alert D8GpuFeatureGateDisabled) and a Warning Event on
 //! the Module per gate. The Kubernetes version is Deckhouse's `global.discovery.kubernetesVersion`; the
 //! gates come from the `kubernetes_feature_enabled` series of the API server's `/metrics`.
+//!
+//! When `/metrics` cannot be read (the API server unreachable, or its answer refused) the hook still
+//! succeeds: failing would stop every run of the module (addon-operator retries a failed beforeHelm hook
+//! and renders nothing meanwhile). It writes no values, so the gates it found last stay, and sets
+//! `d8_gpu_feature_gates_unknown` to 1 (alert D8GpuFeatureGatesUnknown) until a read succeeds.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +23,8 @@ use crate::protocol::{HookConfig, HookInput, HookMetadata, HookOutput, MODULE_KE
 
 const METRIC_GROUP: &str = "feature_gates";
 pub const GATE_METRIC: &str = "d8_gpu_feature_gate_enabled";
+const READ_METRIC_GROUP: &str = "feature_gates_read";
+pub const UNKNOWN_METRIC: &str = "d8_gpu_feature_gates_unknown";
 
 pub fn config() -> HookConfig {
     HookConfig {
@@ -35,12 +42,30 @@ pub fn config() -> HookConfig {
 }
 
 pub async fn run(input: HookInput) -> anyhow::Result<HookOutput> {
-    let client = Client::try_default().await?;
-    let metrics = client
+    match read_metrics().await {
+        Ok(metrics) => report(&input, &metrics, OffsetDateTime::now_utc()),
+        Err(error) => Ok(unknown(&error)),
+    }
+}
+
+async fn read_metrics() -> anyhow::Result<String> {
+    let client = Client::try_default().await.context("a client of the API server")?;
+    client
         .request_text(http::Request::get("/metrics").body(Vec::new())?)
         .await
-        .context("GET /metrics of the API server")?;
-    report(&input, &metrics, OffsetDateTime::now_utc())
+        .context("GET /metrics of the API server")
+}
+
+/// What the hook writes when it cannot read the gates: no values (the last ones stay), the gauge saying
+/// so, and the reason in its log (addon-operator keeps a hook's stderr in Deckhouse's log).
+pub fn unknown(error: &anyhow::Error) -> HookOutput {
+    eprintln!(
+        "{}",
+        json!({"message": format!("feature gates unknown, the last ones found stay: {error:#}")})
+    );
+    let mut output = HookOutput::default();
+    output.set_gauge(READ_METRIC_GROUP, UNKNOWN_METRIC, json!({}), 1.0);
+    output
 }
 
 /// Everything the hook writes, from the values it was given and the API server's metrics text.
@@ -52,6 +77,7 @@ pub fn report(input: &HookInput, metrics: &str, now: OffsetDateTime) -> anyhow::
     let minor = minor_of(version).with_context(|| format!("global.discovery.kubernetesVersion {version:?}"))?;
     let reported = reported_gates(metrics);
     let mut output = HookOutput::default();
+    output.set_gauge(READ_METRIC_GROUP, UNKNOWN_METRIC, json!({}), 0.0);
     let mut missing = Vec::new();
     for gate in &GATES {
         let on = is_on(gate, minor, &reported);
@@ -140,7 +166,11 @@ mod tests {
                 "ResourceHealthStatus"
             ])
         );
-        let off: Vec<&Value> = out.metrics.iter().filter(|m| m["value"] == 0.0).collect();
+        let off: Vec<&Value> = out
+            .metrics
+            .iter()
+            .filter(|m| m["name"] == GATE_METRIC && m["value"] == 0.0)
+            .collect();
         assert_eq!(off.len(), 2);
         assert_eq!(off[0]["labels"]["gate"], "DRAExtendedResource");
         let event = &out.kubernetes_patch[0]["object"];
@@ -157,7 +187,14 @@ mod tests {
         let out = report(&input("1.37.2"), metrics, OffsetDateTime::UNIX_EPOCH).unwrap();
         assert_eq!(out.values_patch[0]["value"]["missingFeatureGates"], json!([]));
         assert!(out.kubernetes_patch.is_empty());
-        assert!(out.metrics.iter().all(|m| m["value"] == 1.0));
+        assert!(
+            out.metrics
+                .iter()
+                .filter(|m| m["name"] == GATE_METRIC)
+                .all(|m| m["value"] == 1.0)
+        );
+        let unknown = out.metrics.iter().find(|m| m["name"] == UNKNOWN_METRIC).unwrap();
+        assert_eq!(unknown["value"], 0.0, "a good read clears the unknown gauge");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 mod bootstrap_nodes;
 mod cleanup_on_disable;
 mod feature_gates;
+mod node_groups;
 mod tls_certificates;
 mod unserved_nodes;
 
@@ -38,6 +39,10 @@ pub fn all() -> Vec<Hook> {
         Hook {
             config: cleanup_on_disable::config(),
             run: |input| Box::pin(cleanup_on_disable::run(input)),
+        },
+        Hook {
+            config: node_groups::config(),
+            run: |input| Box::pin(async move { Ok(node_groups::run(&input)) }),
         },
     ]
 }

@@ -13,6 +13,7 @@ pub mod node_objects;
 pub mod policies;
 pub mod publisher;
 pub mod rendered_rbac;
+pub mod user_roles;
 
 use std::time::Duration;
 

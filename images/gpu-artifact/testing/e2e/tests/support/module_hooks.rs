@@ -81,6 +81,57 @@ pub fn run_hook(name: &str, kubeconfig: &Path, contexts: &Value, values: &Value)
     }
 }
 
+/// The binding context addon-operator would give hook `name` now: every object each of its kubernetes
+/// bindings selects, listed from the API server and passed through the binding's jqFilter by the real
+/// `jq` (as shell-operator filters), as one `Synchronization`-like context.
+pub async fn binding_context(client: &Client, name: &str) -> Value {
+    let binary = component_binary("gpu-module-hooks").unwrap();
+    let out = Command::new(binary).args(["hook", "config"]).output().unwrap();
+    let config: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hook = config["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no hook {name} in {config}"))
+        .clone();
+    let mut snapshots = serde_json::Map::new();
+    for binding in hook["kubernetes"].as_array().into_iter().flatten() {
+        let api = api_for(
+            client,
+            binding["apiVersion"].as_str().unwrap(),
+            binding["kind"].as_str().unwrap(),
+            None,
+        )
+        .await;
+        let filter = binding["jqFilter"].as_str().unwrap();
+        let mut results = Vec::new();
+        for object in api.list(&ListParams::default()).await.unwrap().items {
+            let mut jq = Command::new("jq")
+                .args(["-c", filter])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("jq (tools/install/deps.sh installs it)");
+            use std::io::Write;
+            jq.stdin
+                .take()
+                .unwrap()
+                .write_all(serde_json::to_string(&object).unwrap().as_bytes())
+                .unwrap();
+            let out = jq.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "jq {filter}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            results.push(json!({"filterResult": serde_json::from_slice::<Value>(&out.stdout).unwrap()}));
+        }
+        snapshots.insert(binding["name"].as_str().unwrap().to_owned(), Value::Array(results));
+    }
+    json!([{"binding": "beforeHelm", "snapshots": snapshots}])
+}
+
 async fn api_for(client: &Client, api_version: &str, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let (resource, caps) = discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind))
