@@ -130,7 +130,10 @@ pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String,
             .filter_map(|n| by_key.get(&(namespace.as_str(), n.as_str())))
             .collect();
         if found.len() == names.len() && !found.is_empty() {
-            let claims = found.into_iter().filter_map(|c| c.pending()).cloned().collect();
+            let claims: Vec<_> = found.into_iter().filter_map(|c| c.pending()).cloned().collect();
+            if claims.iter().any(|c| being_deleted(c)) {
+                continue;
+            }
             work.gated.push(GatedPod {
                 pod: pod.clone(),
                 claims,
@@ -145,12 +148,18 @@ pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String,
             .and_then(|s| s.reserved_for.as_ref())
             .is_some_and(|r| !r.is_empty());
         let owned_by_pod = claim.owner_references().iter().any(|o| o.kind == "Pod");
-        if !reserved && !owned_by_pod && !used.contains(&key) && is_our_claim(claim, classes) {
+        if !reserved && !owned_by_pod && !being_deleted(claim) && !used.contains(&key) && is_our_claim(claim, classes) {
             work.standalone.push(claim.clone());
         }
     }
     work.standalone.sort_by(|a, b| arrival(a).cmp(&arrival(b)));
     work
+}
+
+/// A claim being deleted is allocated by nobody: the scheduler gives up on it ("got deleted in the
+/// meantime", `bindClaim`), and the API server refuses a new finalizer on it.
+fn being_deleted(claim: &ResourceClaim) -> bool {
+    claim.metadata.deletion_timestamp.is_some()
 }
 
 /// Standalone claims are tried oldest first (then by namespace and name): served in the order they
@@ -255,6 +264,24 @@ mod tests {
         assert_eq!(work.gated.len(), 1);
         assert_eq!(work.gated[0].claims[0].name_any(), "p-gpu-x");
         assert!(work.standalone.is_empty(), "a claim a Pod uses is never standalone");
+    }
+
+    #[test]
+    fn claims_being_deleted_are_allocated_by_nobody() {
+        let deleted = |name: &str| {
+            let stored: ResourceClaim =
+                serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns", "uid": name,
+                    "deletionTimestamp": "2026-11-29T10:00:00Z", "finalizers": ["example.com/keep"]},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "a30"}}]}}}))
+                .unwrap();
+            StoredClaim::of(stored)
+        };
+        let gated: Arc<Pod> = arc(json!({"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [], "schedulingGates": [{"name": SCHEDULING_GATE}],
+                     "resourceClaims": [{"name": "gpu", "resourceClaimName": "going"}]}}));
+        let work = plan(&[deleted("alone"), deleted("going")], &[gated], &classes());
+        assert!(work.standalone.is_empty(), "a standalone claim being deleted");
+        assert!(work.gated.is_empty(), "a gated Pod whose claim is being deleted");
     }
 
     #[test]
