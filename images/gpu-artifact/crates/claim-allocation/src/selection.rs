@@ -1,12 +1,19 @@
 //! Which claims this controller may allocate. Pure: stores in, work out.
+//!
+//! Only claims a Pod is waiting for: those of Pods whose last scheduling gate is ours. A claim no
+//! Pod uses is allocated by nobody, as upstream allocates (kube-controller-manager deallocates a
+//! claim when its last consumer stops using it "so that the claim can be allocated again as needed
+//! by some future consumer instead of trying to schedule that consumer onto the node that was
+//! chosen for the previous consumer", `syncClaim` in `pkg/controller/resourceclaim/controller.go`):
+//! allocated ahead of its Pods it would hold a GPU nobody uses, pin its future Pods to a node chosen
+//! without them, and be allocated again each time its Pods are gone.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use dra_allocator::GPU_DRIVER;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim};
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::stored_claims::StoredClaim;
@@ -22,7 +29,6 @@ pub struct GatedPod {
 
 #[derive(Default)]
 pub struct Work {
-    pub standalone: Vec<Arc<ResourceClaim>>,
     pub gated: Vec<GatedPod>,
     /// Unallocated claims of our driver whose (ungated) Pod the scheduler found unschedulable,
     /// with the Pod: not ours to allocate, but their users are told why they fit nowhere.
@@ -104,12 +110,10 @@ fn pod_claim_names(pod: &Pod) -> (Vec<String>, bool) {
 
 pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String, Arc<DeviceClass>>) -> Work {
     let by_key: HashMap<(&str, &str), &StoredClaim> = claims.iter().map(|c| ((c.namespace(), c.name()), c)).collect();
-    let mut used: BTreeSet<(String, String)> = BTreeSet::new();
     let mut work = Work::default();
     for pod in pods {
         let namespace = pod.namespace().unwrap_or_default();
         let (names, complete) = pod_claim_names(pod);
-        used.extend(names.iter().map(|n| (namespace.clone(), n.clone())));
         let gated = pod
             .spec
             .iter()
@@ -140,19 +144,6 @@ pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String,
             });
         }
     }
-    for claim in claims.iter().filter_map(StoredClaim::pending) {
-        let key = (claim.namespace().unwrap_or_default(), claim.name_any());
-        let reserved = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.reserved_for.as_ref())
-            .is_some_and(|r| !r.is_empty());
-        let owned_by_pod = claim.owner_references().iter().any(|o| o.kind == "Pod");
-        if !reserved && !owned_by_pod && !being_deleted(claim) && !used.contains(&key) && is_our_claim(claim, classes) {
-            work.standalone.push(claim.clone());
-        }
-    }
-    work.standalone.sort_by(|a, b| arrival(a).cmp(&arrival(b)));
     work
 }
 
@@ -160,18 +151,6 @@ pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String,
 /// meantime", `bindClaim`), and the API server refuses a new finalizer on it.
 fn being_deleted(claim: &ResourceClaim) -> bool {
     claim.metadata.deletion_timestamp.is_some()
-}
-
-/// Standalone claims are tried oldest first (then by namespace and name): served in the order they
-/// came, and a burst's lean copies are let go in the order they were made, so the memory they took
-/// comes free in whole pages rather than scattered over all of it until the last one goes.
-fn arrival(claim: &ResourceClaim) -> (Option<Timestamp>, Option<&str>, Option<&str>) {
-    let meta = &claim.metadata;
-    (
-        meta.creation_timestamp.as_ref().map(|t| t.0),
-        meta.namespace.as_deref(),
-        meta.name.as_deref(),
-    )
 }
 
 #[cfg(test)]
@@ -202,45 +181,38 @@ mod tests {
     }
 
     #[test]
-    fn standalone_claims_are_ours_unused_and_unallocated() {
-        let pod: Arc<Pod> = arc(json!({"metadata": {"name": "p", "namespace": "ns"},
-            "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimName": "used"}]}}));
-        let claims = vec![
-            claim("free", "a30"),
-            claim("nic", "nic"),
-            claim("missing-class", "nope"),
-            claim("used", "a30"),
-        ];
-        let work = plan(&claims, &[pod], &classes());
-        let names: Vec<_> = work.standalone.iter().map(|c| c.name_any()).collect();
-        assert_eq!(
-            names,
-            ["free", "missing-class"],
-            "other drivers' claims and claims a Pod uses are not ours to allocate"
-        );
-        assert!(work.gated.is_empty());
-    }
-
-    #[test]
-    fn standalone_claims_are_tried_oldest_first() {
-        let made = |name: &str, at: &str| {
-            StoredClaim::of(
-                serde_json::from_value(
-                    json!({"metadata": {"name": name, "namespace": "ns", "uid": name, "creationTimestamp": at},
-                    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "a30"}}]}}}),
-                )
-                .unwrap(),
-            )
+    fn only_claims_a_gated_pod_waits_for_are_allocated() {
+        let uses = |pod: &str, claim: &str, gates: serde_json::Value| -> Arc<Pod> {
+            arc(json!({"metadata": {"name": pod, "namespace": "ns"},
+                "spec": {"containers": [], "schedulingGates": gates,
+                         "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]}}))
         };
-        let claims = vec![
-            made("c", "2026-11-29T10:00:02Z"),
-            made("a", "2026-11-29T10:00:03Z"),
-            made("d", "2026-11-29T10:00:01Z"),
-            made("b", "2026-11-29T10:00:02Z"),
+        let pods = [
+            uses("ungated", "theirs", json!([])),
+            uses("gated", "ours", json!([{"name": SCHEDULING_GATE}])),
         ];
-        let work = plan(&claims, &[], &classes());
-        let names: Vec<_> = work.standalone.iter().map(|c| c.name_any()).collect();
-        assert_eq!(names, ["d", "b", "c", "a"], "by creation time, then name");
+        let claims = vec![
+            claim("unused", "a30"),
+            claim("missing-class", "nope"),
+            claim("theirs", "a30"),
+            claim("ours", "a30"),
+        ];
+        let work = plan(&claims, &pods, &classes());
+        let gated: Vec<_> = work
+            .gated
+            .iter()
+            .map(|g| {
+                (
+                    g.pod.name_any(),
+                    g.claims.iter().map(|c| c.name_any()).collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            gated,
+            [("gated".to_owned(), vec!["ours".to_owned()])],
+            "a claim no Pod uses, or one an ungated Pod uses (the scheduler's), is not ours to allocate"
+        );
     }
 
     #[test]
@@ -263,7 +235,6 @@ mod tests {
         );
         assert_eq!(work.gated.len(), 1);
         assert_eq!(work.gated[0].claims[0].name_any(), "p-gpu-x");
-        assert!(work.standalone.is_empty(), "a claim a Pod uses is never standalone");
     }
 
     #[test]
@@ -279,8 +250,7 @@ mod tests {
         let gated: Arc<Pod> = arc(json!({"metadata": {"name": "p", "namespace": "ns"},
             "spec": {"containers": [], "schedulingGates": [{"name": SCHEDULING_GATE}],
                      "resourceClaims": [{"name": "gpu", "resourceClaimName": "going"}]}}));
-        let work = plan(&[deleted("alone"), deleted("going")], &[gated], &classes());
-        assert!(work.standalone.is_empty(), "a standalone claim being deleted");
+        let work = plan(&[deleted("going")], &[gated], &classes());
         assert!(work.gated.is_empty(), "a gated Pod whose claim is being deleted");
     }
 
@@ -308,6 +278,5 @@ mod tests {
             [("p1".to_owned(), "waits".to_owned())],
             "only our claims, only where the scheduler gave up"
         );
-        assert!(work.standalone.is_empty());
     }
 }

@@ -3,7 +3,8 @@
 //! real kube-controller-manager deallocates it when its Pod is done, and a user's delete of it
 //! waits while a Pod still runs on its card. On a node with one A30 (the real gpu-handler, the
 //! kubelet simulator calling it over the real sockets), the card is never prepared for two claims:
-//! a second Pod waits until the first one's claim is gone, then gets the card.
+//! a second Pod waits until the first one's claim is gone, then gets the card. A claim its Pods left
+//! is not allocated again ahead of a Pod (the standalone-claim rule of `selection`).
 
 mod handler_node;
 mod plugin_node;
@@ -174,5 +175,30 @@ async fn a_claim_the_controller_allocates_is_deallocated_and_deleted_as_the_sche
     })
     .await;
     assert!(released.metadata.deletion_timestamp.is_none());
+
+    // 6. p2 is gone and `second` is used by nobody: nobody allocates it ahead of a Pod (it would hold
+    //    the card again), and the next Pod's claim gets the card.
+    pods.delete("p2", &DeleteParams::default()).await.unwrap();
+    node.wait_pod_gone("p2").await;
+    create(&claims, &claim("third", &class)).await;
+    create(&pods, &gated_pod("p3", &name, "third")).await;
+    let holders = wait_until("the card allocated again", Duration::from_secs(30), || async {
+        let holders: Vec<String> = claims
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|c| !allocated_devices(c).is_empty())
+            .map(|c| c.name_any())
+            .collect();
+        Ok(match holders.is_empty() {
+            true => Progress::Pending("no claim holds the card".into()),
+            false => Progress::Done(holders),
+        })
+    })
+    .await
+    .unwrap();
+    assert_eq!(holders, ["third"], "a claim no Pod uses is not allocated ahead");
+    node.wait_prepared("p3").await;
     drop(controller);
 }
