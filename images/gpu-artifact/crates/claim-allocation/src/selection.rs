@@ -21,7 +21,16 @@ use crate::stored_claims::StoredClaim;
 /// Pods with this scheduling gate wait for us to allocate their claims.
 pub const SCHEDULING_GATE: &str = "gpu.deckhouse.io/allocation";
 
-/// A gated Pod and its claims, all created and none allocated yet.
+/// True when our gate is the Pod's last scheduling gate: only then is the Pod ours to allocate.
+/// Another gate means another actor holds the Pod (Kueue's `kueue.x-k8s.io/admission` until its
+/// queue admits it): GPUs allocated to it then would sit idle while Pods that could run wait.
+pub fn gate_is_last(pod: &Pod) -> bool {
+    let mut gates = pod.spec.iter().flat_map(|s| s.scheduling_gates.iter().flatten());
+    let first = gates.next();
+    first.is_some_and(|g| g.name == SCHEDULING_GATE) && gates.all(|g| g.name == SCHEDULING_GATE)
+}
+
+/// A Pod whose last gate is ours, and its claims, all created and none allocated yet.
 pub struct GatedPod {
     pub pod: Arc<Pod>,
     pub claims: Vec<Arc<ResourceClaim>>,
@@ -126,7 +135,7 @@ pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String,
                 .filter(|c| is_our_claim(c, classes));
             work.unschedulable.extend(waiting.map(|c| (pod.clone(), c.clone())));
         }
-        if !gated || pod.metadata.deletion_timestamp.is_some() || !complete {
+        if !gate_is_last(pod) || pod.metadata.deletion_timestamp.is_some() || !complete {
             continue;
         }
         let found: Vec<_> = names
@@ -235,6 +244,23 @@ mod tests {
         );
         assert_eq!(work.gated.len(), 1);
         assert_eq!(work.gated[0].claims[0].name_any(), "p-gpu-x");
+    }
+
+    #[test]
+    fn a_pod_is_ours_only_once_our_gate_is_its_last() {
+        let held = |gates: serde_json::Value| -> Arc<Pod> {
+            arc(json!({"metadata": {"name": "p", "namespace": "ns"},
+                "spec": {"containers": [], "schedulingGates": gates,
+                         "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}}))
+        };
+        let claims = vec![claim("c", "a30")];
+        let queued = held(json!([{"name": "kueue.x-k8s.io/admission"}, {"name": SCHEDULING_GATE}]));
+        assert!(
+            plan(&claims, &[queued], &classes()).gated.is_empty(),
+            "held by the queue: its GPUs would sit idle"
+        );
+        let admitted = held(json!([{"name": SCHEDULING_GATE}]));
+        assert_eq!(plan(&claims, &[admitted], &classes()).gated.len(), 1);
     }
 
     #[test]
