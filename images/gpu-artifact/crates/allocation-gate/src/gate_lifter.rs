@@ -1,8 +1,10 @@
 //! Fail open (issue 16 item 3): a Pod that waits behind the gate `gpu.deckhouse.io/allocation`
 //! longer than a bound (default 30 s) has the gate lifted, so the kube-scheduler allocates it
-//! first fit, with a log line and a Warning Event on the Pod saying why. gpu-controller runs it,
-//! so it works while gpu-dra-controller is stopped. The admission webhook labels the Pods it
-//! gates ([`GATED_LABEL`]), so only those are listed.
+//! first fit, with a log line and a Warning Event on the Pod saying why. The wait counts from when
+//! our gate became the Pod's last one ([`GateClock`]): while another gate holds it, it does not
+//! wait for gpu-dra-controller. gpu-controller runs it, so it works while gpu-dra-controller is
+//! stopped. The admission webhook labels the Pods it gates ([`GATED_LABEL`]), so only those are
+//! listed.
 
 use std::time::Duration;
 
@@ -15,27 +17,14 @@ use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
+use crate::gate_clock::GateClock;
+
 /// The label the webhook puts on a Pod it gates: the lifter lists Pods by it.
 pub const GATED_LABEL: &str = "gpu.deckhouse.io/allocation-gate";
 /// How long a gated Pod waits for gpu-dra-controller before the gate is lifted.
 pub const DEFAULT_LIFT_AFTER: Duration = Duration::from_secs(30);
 /// How often gated Pods are looked at.
 const PERIOD: Duration = Duration::from_secs(5);
-
-/// How long the Pod has waited behind our gate, when that is at least `after` (and it is not
-/// being deleted); `None` otherwise.
-pub fn overdue(pod: &Pod, now: Timestamp, after: Duration) -> Option<Duration> {
-    if pod.metadata.deletion_timestamp.is_some() {
-        return None;
-    }
-    let gates = pod.spec.as_ref()?.scheduling_gates.as_ref()?;
-    if !gates.iter().any(|g| g.name == SCHEDULING_GATE) {
-        return None;
-    }
-    let created = pod.metadata.creation_timestamp.as_ref()?.0;
-    let waited = Duration::try_from(now.duration_since(created)).ok()?;
-    (waited >= after).then_some(waited)
-}
 
 /// The JSONPatch that removes our gate, guarded by a test that it is still where it was (a Pod
 /// changed meanwhile is left for the next look).
@@ -55,8 +44,9 @@ pub async fn run(client: Client, after: Duration, events: EventPublisher, shutdo
         after_seconds = after.as_secs(),
         "lifting allocation gates that wait too long"
     );
+    let mut clock = GateClock::default();
     loop {
-        if let Err(error) = lift_overdue(&client, after, &events).await {
+        if let Err(error) = lift_overdue(&client, after, &events, &mut clock).await {
             tracing::warn!(%error, "could not list gated Pods");
         }
         tokio::select! {
@@ -66,14 +56,19 @@ pub async fn run(client: Client, after: Duration, events: EventPublisher, shutdo
     }
 }
 
-async fn lift_overdue(client: &Client, after: Duration, events: &EventPublisher) -> kube::Result<()> {
+async fn lift_overdue(
+    client: &Client,
+    after: Duration,
+    events: &EventPublisher,
+    clock: &mut GateClock,
+) -> kube::Result<()> {
     let pods = Api::<Pod>::all(client.clone())
         .list(&ListParams::default().labels(GATED_LABEL))
-        .await?;
-    for pod in pods {
-        let (Some(waited), Some(patch)) = (overdue(&pod, Timestamp::now(), after), lift_patch(&pod)) else {
-            continue;
-        };
+        .await?
+        .items;
+    for (index, waited) in clock.look(&pods, Timestamp::now(), after) {
+        let pod = &pods[index];
+        let Some(patch) = lift_patch(pod) else { continue };
         let (name, namespace) = (pod.name_any(), pod.namespace().unwrap_or_default());
         let api = Api::<Pod>::namespaced(client.clone(), &namespace);
         let patch: json_patch::Patch = serde_json::from_value(patch).expect("the lift patch is a JSONPatch");
@@ -83,7 +78,7 @@ async fn lift_overdue(client: &Client, after: Duration, events: &EventPublisher)
             continue;
         }
         let note = format!(
-            "scheduling gate {SCHEDULING_GATE} lifted after {}s: gpu-dra-controller did not allocate the Pod's claims within {}s, so the kube-scheduler allocates them (first fit)",
+            "scheduling gate {SCHEDULING_GATE} lifted after {}s as the Pod's last gate: gpu-dra-controller did not allocate the Pod's claims within {}s, so the kube-scheduler allocates them (first fit)",
             waited.as_secs(),
             after.as_secs()
         );
@@ -107,22 +102,6 @@ mod tests {
             pod["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:01:00Z");
         }
         serde_json::from_value(pod).unwrap()
-    }
-
-    #[test]
-    fn a_gate_is_overdue_after_the_bound_only() {
-        let now: Timestamp = "2026-01-01T00:00:45Z".parse().unwrap();
-        let gates = json!([{"name": "example.com/quota"}, {"name": SCHEDULING_GATE}]);
-        let old = pod(gates.clone(), "2026-01-01T00:00:10Z", false);
-        assert_eq!(overdue(&old, now, DEFAULT_LIFT_AFTER), Some(Duration::from_secs(35)));
-        let young = pod(gates.clone(), "2026-01-01T00:00:20Z", false);
-        assert_eq!(overdue(&young, now, DEFAULT_LIFT_AFTER), None);
-        assert_eq!(
-            overdue(&pod(gates, "2026-01-01T00:00:10Z", true), now, DEFAULT_LIFT_AFTER),
-            None
-        );
-        let others = pod(json!([{"name": "example.com/quota"}]), "2026-01-01T00:00:00Z", false);
-        assert_eq!(overdue(&others, now, DEFAULT_LIFT_AFTER), None);
     }
 
     #[test]

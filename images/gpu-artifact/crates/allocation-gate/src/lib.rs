@@ -6,9 +6,11 @@
 //!   `gpu.deckhouse.io/best-fit: "false"`), and the extended resources that name them;
 //! - [`pod_gate`]: whether a Pod gets the gate, and the JSONPatch (pure);
 //! - [`webhook`]: the HTTPS mutating admission webhook gpu-dra-controller serves;
-//! - [`gate_lifter`]: fail open, the gate of a Pod that waits too long is lifted (gpu-controller).
+//! - [`gate_lifter`]: fail open, the gate of a Pod that waits too long is lifted (gpu-controller),
+//!   its wait counted by [`gate_clock`] from when our gate became the Pod's last one.
 
 pub mod gate_classes;
+pub mod gate_clock;
 pub mod gate_lifter;
 pub mod pod_gate;
 pub mod webhook;

@@ -2,11 +2,20 @@
 //! precondition: an allocation written never overwrites another writer's (a conflict keeps theirs),
 //! a deallocation never clears an allocation that changed since the audit saw it, and our gate is
 //! removed from a Pod only as we read it.
+//!
+//! An allocation is written as kube-scheduler writes one (`bindClaim` in
+//! `pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`, v1.34.4): first the
+//! finalizer `resource.kubernetes.io/delete-protection` in a normal update, then the allocation in
+//! the status, each at the version the previous write returned. kube-controller-manager's
+//! resourceclaim controller deallocates only claims that carry that finalizer (`syncClaim` in
+//! `pkg/controller/resourceclaim/controller.go`): without it a claim in use could be deleted at once
+//! and its device would look free while a Pod still runs on it.
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
+use kube::api::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
@@ -43,15 +52,30 @@ impl ClaimWrites<'_> {
         Api::namespaced(self.client.clone(), &claim.namespace().unwrap_or_default())
     }
 
-    /// Writes `status.allocation` against the resourceVersion we read (a merge patch of the
-    /// allocation alone: the store keeps a lean copy of the claim, which must not be written back).
+    /// Writes the scheduler's finalizer, if the claim lacks it, then `status.allocation`, each
+    /// against the resourceVersion the step before read or wrote (merge patches of those fields
+    /// alone: the store keeps a lean copy of the claim, which must not be written back). A claim
+    /// that changed in between is someone else's: nothing more is written. The fence is checked
+    /// right before the allocation: a finalizer a replica wrote after its term ended is harmless
+    /// (the next allocation would add it anyway).
     pub async fn allocation(&self, claim: &ResourceClaim, allocation: &AllocationResult) -> anyhow::Result<Written> {
-        self.fenced().await?;
-        let patch = allocation_patch(claim, allocation, Timestamp::now());
         let params = PatchParams {
             field_manager: Some(FIELD_MANAGER.into()),
             ..PatchParams::default()
         };
+        let mut version = claim.resource_version().unwrap_or_default();
+        if let Some(patch) = finalizer_patch(&claim.metadata) {
+            match conflict_is_no(
+                self.claims(claim)
+                    .patch(&claim.name_any(), &params, &Patch::Merge(&patch))
+                    .await,
+            )? {
+                Written::Yes(stored) => version = stored.resource_version().unwrap_or_default(),
+                Written::Conflict => return Ok(Written::Conflict),
+            }
+        }
+        self.fenced().await?;
+        let patch = allocation_patch(&version, allocation, Timestamp::now());
         conflict_is_no(
             self.claims(claim)
                 .patch_status(&claim.name_any(), &params, &Patch::Merge(&patch))
@@ -100,14 +124,31 @@ impl ClaimWrites<'_> {
     }
 }
 
-/// The merge patch that sets a claim's allocation only at the resourceVersion it was read at. The
-/// scheduler stamps every allocation it makes; on servers with binding conditions (1.36+) it adds
-/// a missing stamp at PreBind, which the API server refuses as a change of the allocation. So an
-/// allocation we write carries its stamp from the start (servers without the gate drop the field).
-pub fn allocation_patch(claim: &ResourceClaim, allocation: &AllocationResult, now: Timestamp) -> serde_json::Value {
+/// The finalizer kube-scheduler puts on every claim before it writes the claim's allocation, and
+/// kube-controller-manager removes once it deallocated the claim (`resourceapi.Finalizer`).
+pub const DELETE_PROTECTION: &str = "resource.kubernetes.io/delete-protection";
+
+/// The merge patch that adds [`DELETE_PROTECTION`] to a claim's finalizers as they were read (a
+/// merge patch replaces the list, so the others are written back, at the version read); `None`
+/// when the claim has it already (the scheduler's retry does the same: an earlier attempt may
+/// have added it).
+pub fn finalizer_patch(read: &ObjectMeta) -> Option<serde_json::Value> {
+    let mut finalizers = read.finalizers.clone().unwrap_or_default();
+    if finalizers.iter().any(|f| f == DELETE_PROTECTION) {
+        return None;
+    }
+    finalizers.push(DELETE_PROTECTION.to_owned());
+    Some(json!({"metadata": {"resourceVersion": read.resource_version, "finalizers": finalizers}}))
+}
+
+/// The merge patch that sets a claim's allocation only at `resource_version`. The scheduler stamps
+/// every allocation it makes; on servers with binding conditions (1.36+) it adds a missing stamp
+/// at PreBind, which the API server refuses as a change of the allocation. So an allocation we
+/// write carries its stamp from the start (servers without the gate drop the field).
+pub fn allocation_patch(resource_version: &str, allocation: &AllocationResult, now: Timestamp) -> serde_json::Value {
     let mut allocation = allocation.clone();
     allocation.allocation_timestamp = Some(Time(now));
-    json!({"metadata": {"resourceVersion": claim.resource_version()}, "status": {"allocation": allocation}})
+    json!({"metadata": {"resourceVersion": resource_version}, "status": {"allocation": allocation}})
 }
 
 /// The merge patch that clears a claim's allocation only at the resourceVersion it was read at.
@@ -135,11 +176,28 @@ mod tests {
         .unwrap();
         let now: Timestamp = "2026-11-28T19:00:00Z".parse().unwrap();
         assert_eq!(
-            allocation_patch(&claim("a", "gpu-physical", 1, 42), &allocation, now),
+            allocation_patch("42", &allocation, now),
             json!({"metadata": {"resourceVersion": "42"}, "status": {"allocation": {
                 "allocationTimestamp": "2026-11-28T19:00:00Z",
                 "devices": {"results": [{"request": "gpu", "driver": "gpu.deckhouse.io", "pool": "n1", "device": "gpu-0"}]}}}})
         );
+    }
+
+    #[test]
+    fn the_finalizer_is_added_beside_the_others_at_the_version_read() {
+        let mut read = claim("a", "gpu-physical", 1, 42);
+        assert_eq!(
+            finalizer_patch(&read.metadata),
+            Some(json!({"metadata": {"resourceVersion": "42", "finalizers": [DELETE_PROTECTION]}}))
+        );
+        read.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+        assert_eq!(
+            finalizer_patch(&read.metadata),
+            Some(json!({"metadata": {"resourceVersion": "42",
+                "finalizers": ["example.com/keep", DELETE_PROTECTION]}}))
+        );
+        read.metadata.finalizers = Some(vec![DELETE_PROTECTION.into(), "example.com/keep".into()]);
+        assert_eq!(finalizer_patch(&read.metadata), None, "added by an earlier attempt");
     }
 
     #[test]

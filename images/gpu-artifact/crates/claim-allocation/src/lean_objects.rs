@@ -17,8 +17,9 @@ pub fn without_managed_fields<K: Resource>(object: &mut K) {
 }
 
 /// Keeps of a claim not yet allocated (an allocated one is kept as a `stored_claims::AllocatedClaim`)
-/// its identity and version, creation and deletion times, owners, spec and status, of its prepared
-/// devices only which they are. Every list is cut to its length.
+/// its identity and version, creation and deletion times, owners, finalizers (written back beside
+/// the scheduler's when it is allocated), spec and status, of its prepared devices only which they
+/// are. Every list is cut to its length.
 pub fn lean_claim(claim: &mut ResourceClaim) {
     let metadata = std::mem::take(&mut claim.metadata);
     claim.metadata = ObjectMeta {
@@ -29,6 +30,7 @@ pub fn lean_claim(claim: &mut ResourceClaim) {
         creation_timestamp: metadata.creation_timestamp,
         deletion_timestamp: metadata.deletion_timestamp,
         owner_references: metadata.owner_references.map(exact),
+        finalizers: metadata.finalizers.map(exact),
         ..ObjectMeta::default()
     };
     if let Some(devices) = claim.spec.devices.as_mut() {

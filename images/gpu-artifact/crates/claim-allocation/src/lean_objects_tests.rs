@@ -37,6 +37,7 @@ fn claim() -> ResourceClaim {
     serde_json::from_value(json!({
         "metadata": {"name": "c", "namespace": "ns", "uid": "u", "resourceVersion": "7",
             "creationTimestamp": "2026-11-28T18:00:00Z", "labels": {"app": "x"},
+            "finalizers": ["example.com/keep"],
             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pu"}],
             "managedFields": [{"manager": "kubectl"}]},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-mig",
@@ -66,4 +67,8 @@ fn an_unallocated_claim_keeps_its_whole_spec_in_exact_lists() {
     assert_eq!(lean.metadata.managed_fields, None);
     assert_eq!(lean.metadata.owner_references, whole.metadata.owner_references);
     assert_eq!(lean.metadata.creation_timestamp, whole.metadata.creation_timestamp);
+    assert_eq!(
+        lean.metadata.finalizers, whole.metadata.finalizers,
+        "written back beside the scheduler's finalizer"
+    );
 }

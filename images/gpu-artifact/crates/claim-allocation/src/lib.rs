@@ -1,8 +1,8 @@
 //! gpu-dra-controller's work. The kube-scheduler allocates most claims itself; this controller
-//! allocates only what the scheduler is not about to take ([`selection`]): standalone claims of our
-//! driver that no Pod uses yet, and the claims of Pods that carry the scheduling gate
-//! `gpu.deckhouse.io/allocation` (it then removes the gate, and the scheduler binds the Pod to the
-//! node of the allocation). One engine, kept up to date from the watches ([`engine_feed`]) on a
+//! allocates only what the scheduler is not about to take ([`selection`]): the claims of Pods that
+//! carry the scheduling gate `gpu.deckhouse.io/allocation` (it then removes the gate, and the
+//! scheduler binds the Pod to the node of the allocation). A claim no Pod waits for is allocated by
+//! nobody, as upstream does it. One engine, kept up to date from the watches ([`engine_feed`]) on a
 //! thread of its own ([`engine_thread`]), serves every round ([`pass`]); results are written with
 //! a resourceVersion precondition behind the leadership fence ([`claim_writes`], [`fencing`]): a
 //! conflict means someone else allocated, and the claim is re-read, never overwritten. Every

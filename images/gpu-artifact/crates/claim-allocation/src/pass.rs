@@ -114,14 +114,6 @@ impl Round<'_> {
         let snapshot = &snapshot;
         let mut newly = NewlyAllocated::default();
 
-        for claim in work.standalone {
-            if let Some(allocation) = self
-                .try_allocate(&claim, Placement::Anywhere, None, snapshot, &mut end)
-                .await?
-            {
-                self.write(&claim, &allocation, &mut newly).await?;
-            }
-        }
         for gated in work.gated {
             let mut node: Option<Node> = None;
             let mut results = vec![];

@@ -32,7 +32,7 @@ pub(crate) enum Placement {
     On(Box<Node>),
     /// On one of these nodes: those the claim's Pod may run on.
     Among(Arc<HashSet<String>>),
-    /// Anywhere: a standalone claim.
+    /// Anywhere: the claim of a Pod the scheduler places.
     Anywhere,
 }
 

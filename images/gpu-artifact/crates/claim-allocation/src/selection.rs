@@ -1,12 +1,19 @@
 //! Which claims this controller may allocate. Pure: stores in, work out.
+//!
+//! Only claims a Pod is waiting for: those of Pods whose last scheduling gate is ours. A claim no
+//! Pod uses is allocated by nobody, as upstream allocates (kube-controller-manager deallocates a
+//! claim when its last consumer stops using it "so that the claim can be allocated again as needed
+//! by some future consumer instead of trying to schedule that consumer onto the node that was
+//! chosen for the previous consumer", `syncClaim` in `pkg/controller/resourceclaim/controller.go`):
+//! allocated ahead of its Pods it would hold a GPU nobody uses, pin its future Pods to a node chosen
+//! without them, and be allocated again each time its Pods are gone.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use dra_allocator::GPU_DRIVER;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim};
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::stored_claims::StoredClaim;
@@ -14,7 +21,16 @@ use crate::stored_claims::StoredClaim;
 /// Pods with this scheduling gate wait for us to allocate their claims.
 pub const SCHEDULING_GATE: &str = "gpu.deckhouse.io/allocation";
 
-/// A gated Pod and its claims, all created and none allocated yet.
+/// True when our gate is the Pod's last scheduling gate: only then is the Pod ours to allocate.
+/// Another gate means another actor holds the Pod (Kueue's `kueue.x-k8s.io/admission` until its
+/// queue admits it): GPUs allocated to it then would sit idle while Pods that could run wait.
+pub fn gate_is_last(pod: &Pod) -> bool {
+    let mut gates = pod.spec.iter().flat_map(|s| s.scheduling_gates.iter().flatten());
+    let first = gates.next();
+    first.is_some_and(|g| g.name == SCHEDULING_GATE) && gates.all(|g| g.name == SCHEDULING_GATE)
+}
+
+/// A Pod whose last gate is ours, and its claims, all created and none allocated yet.
 pub struct GatedPod {
     pub pod: Arc<Pod>,
     pub claims: Vec<Arc<ResourceClaim>>,
@@ -22,7 +38,6 @@ pub struct GatedPod {
 
 #[derive(Default)]
 pub struct Work {
-    pub standalone: Vec<Arc<ResourceClaim>>,
     pub gated: Vec<GatedPod>,
     /// Unallocated claims of our driver whose (ungated) Pod the scheduler found unschedulable,
     /// with the Pod: not ours to allocate, but their users are told why they fit nowhere.
@@ -104,12 +119,10 @@ fn pod_claim_names(pod: &Pod) -> (Vec<String>, bool) {
 
 pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String, Arc<DeviceClass>>) -> Work {
     let by_key: HashMap<(&str, &str), &StoredClaim> = claims.iter().map(|c| ((c.namespace(), c.name()), c)).collect();
-    let mut used: BTreeSet<(String, String)> = BTreeSet::new();
     let mut work = Work::default();
     for pod in pods {
         let namespace = pod.namespace().unwrap_or_default();
         let (names, complete) = pod_claim_names(pod);
-        used.extend(names.iter().map(|n| (namespace.clone(), n.clone())));
         let gated = pod
             .spec
             .iter()
@@ -122,7 +135,7 @@ pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String,
                 .filter(|c| is_our_claim(c, classes));
             work.unschedulable.extend(waiting.map(|c| (pod.clone(), c.clone())));
         }
-        if !gated || pod.metadata.deletion_timestamp.is_some() || !complete {
+        if !gate_is_last(pod) || pod.metadata.deletion_timestamp.is_some() || !complete {
             continue;
         }
         let found: Vec<_> = names
@@ -130,39 +143,23 @@ pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String,
             .filter_map(|n| by_key.get(&(namespace.as_str(), n.as_str())))
             .collect();
         if found.len() == names.len() && !found.is_empty() {
-            let claims = found.into_iter().filter_map(|c| c.pending()).cloned().collect();
+            let claims: Vec<_> = found.into_iter().filter_map(|c| c.pending()).cloned().collect();
+            if claims.iter().any(|c| being_deleted(c)) {
+                continue;
+            }
             work.gated.push(GatedPod {
                 pod: pod.clone(),
                 claims,
             });
         }
     }
-    for claim in claims.iter().filter_map(StoredClaim::pending) {
-        let key = (claim.namespace().unwrap_or_default(), claim.name_any());
-        let reserved = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.reserved_for.as_ref())
-            .is_some_and(|r| !r.is_empty());
-        let owned_by_pod = claim.owner_references().iter().any(|o| o.kind == "Pod");
-        if !reserved && !owned_by_pod && !used.contains(&key) && is_our_claim(claim, classes) {
-            work.standalone.push(claim.clone());
-        }
-    }
-    work.standalone.sort_by(|a, b| arrival(a).cmp(&arrival(b)));
     work
 }
 
-/// Standalone claims are tried oldest first (then by namespace and name): served in the order they
-/// came, and a burst's lean copies are let go in the order they were made, so the memory they took
-/// comes free in whole pages rather than scattered over all of it until the last one goes.
-fn arrival(claim: &ResourceClaim) -> (Option<Timestamp>, Option<&str>, Option<&str>) {
-    let meta = &claim.metadata;
-    (
-        meta.creation_timestamp.as_ref().map(|t| t.0),
-        meta.namespace.as_deref(),
-        meta.name.as_deref(),
-    )
+/// A claim being deleted is allocated by nobody: the scheduler gives up on it ("got deleted in the
+/// meantime", `bindClaim`), and the API server refuses a new finalizer on it.
+fn being_deleted(claim: &ResourceClaim) -> bool {
+    claim.metadata.deletion_timestamp.is_some()
 }
 
 #[cfg(test)]
@@ -193,45 +190,38 @@ mod tests {
     }
 
     #[test]
-    fn standalone_claims_are_ours_unused_and_unallocated() {
-        let pod: Arc<Pod> = arc(json!({"metadata": {"name": "p", "namespace": "ns"},
-            "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimName": "used"}]}}));
-        let claims = vec![
-            claim("free", "a30"),
-            claim("nic", "nic"),
-            claim("missing-class", "nope"),
-            claim("used", "a30"),
-        ];
-        let work = plan(&claims, &[pod], &classes());
-        let names: Vec<_> = work.standalone.iter().map(|c| c.name_any()).collect();
-        assert_eq!(
-            names,
-            ["free", "missing-class"],
-            "other drivers' claims and claims a Pod uses are not ours to allocate"
-        );
-        assert!(work.gated.is_empty());
-    }
-
-    #[test]
-    fn standalone_claims_are_tried_oldest_first() {
-        let made = |name: &str, at: &str| {
-            StoredClaim::of(
-                serde_json::from_value(
-                    json!({"metadata": {"name": name, "namespace": "ns", "uid": name, "creationTimestamp": at},
-                    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "a30"}}]}}}),
-                )
-                .unwrap(),
-            )
+    fn only_claims_a_gated_pod_waits_for_are_allocated() {
+        let uses = |pod: &str, claim: &str, gates: serde_json::Value| -> Arc<Pod> {
+            arc(json!({"metadata": {"name": pod, "namespace": "ns"},
+                "spec": {"containers": [], "schedulingGates": gates,
+                         "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]}}))
         };
-        let claims = vec![
-            made("c", "2026-11-29T10:00:02Z"),
-            made("a", "2026-11-29T10:00:03Z"),
-            made("d", "2026-11-29T10:00:01Z"),
-            made("b", "2026-11-29T10:00:02Z"),
+        let pods = [
+            uses("ungated", "theirs", json!([])),
+            uses("gated", "ours", json!([{"name": SCHEDULING_GATE}])),
         ];
-        let work = plan(&claims, &[], &classes());
-        let names: Vec<_> = work.standalone.iter().map(|c| c.name_any()).collect();
-        assert_eq!(names, ["d", "b", "c", "a"], "by creation time, then name");
+        let claims = vec![
+            claim("unused", "a30"),
+            claim("missing-class", "nope"),
+            claim("theirs", "a30"),
+            claim("ours", "a30"),
+        ];
+        let work = plan(&claims, &pods, &classes());
+        let gated: Vec<_> = work
+            .gated
+            .iter()
+            .map(|g| {
+                (
+                    g.pod.name_any(),
+                    g.claims.iter().map(|c| c.name_any()).collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            gated,
+            [("gated".to_owned(), vec!["ours".to_owned()])],
+            "a claim no Pod uses, or one an ungated Pod uses (the scheduler's), is not ours to allocate"
+        );
     }
 
     #[test]
@@ -254,7 +244,40 @@ mod tests {
         );
         assert_eq!(work.gated.len(), 1);
         assert_eq!(work.gated[0].claims[0].name_any(), "p-gpu-x");
-        assert!(work.standalone.is_empty(), "a claim a Pod uses is never standalone");
+    }
+
+    #[test]
+    fn a_pod_is_ours_only_once_our_gate_is_its_last() {
+        let held = |gates: serde_json::Value| -> Arc<Pod> {
+            arc(json!({"metadata": {"name": "p", "namespace": "ns"},
+                "spec": {"containers": [], "schedulingGates": gates,
+                         "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}}))
+        };
+        let claims = vec![claim("c", "a30")];
+        let queued = held(json!([{"name": "kueue.x-k8s.io/admission"}, {"name": SCHEDULING_GATE}]));
+        assert!(
+            plan(&claims, &[queued], &classes()).gated.is_empty(),
+            "held by the queue: its GPUs would sit idle"
+        );
+        let admitted = held(json!([{"name": SCHEDULING_GATE}]));
+        assert_eq!(plan(&claims, &[admitted], &classes()).gated.len(), 1);
+    }
+
+    #[test]
+    fn claims_being_deleted_are_allocated_by_nobody() {
+        let deleted = |name: &str| {
+            let stored: ResourceClaim =
+                serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns", "uid": name,
+                    "deletionTimestamp": "2026-11-29T10:00:00Z", "finalizers": ["example.com/keep"]},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "a30"}}]}}}))
+                .unwrap();
+            StoredClaim::of(stored)
+        };
+        let gated: Arc<Pod> = arc(json!({"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [], "schedulingGates": [{"name": SCHEDULING_GATE}],
+                     "resourceClaims": [{"name": "gpu", "resourceClaimName": "going"}]}}));
+        let work = plan(&[deleted("going")], &[gated], &classes());
+        assert!(work.gated.is_empty(), "a gated Pod whose claim is being deleted");
     }
 
     #[test]
@@ -281,6 +304,5 @@ mod tests {
             [("p1".to_owned(), "waits".to_owned())],
             "only our claims, only where the scheduler gave up"
         );
-        assert!(work.standalone.is_empty());
     }
 }

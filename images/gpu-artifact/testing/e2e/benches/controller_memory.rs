@@ -1,7 +1,9 @@
 //! `make bench`: gpu-dra-controller's memory at scale, as a real process under its RBAC against the
 //! real API server: 1,000 nodes x 8 H100 with every MIG offer (the slice layout of the server's
-//! release, devices as gpu-handler publishes them) and 10,000 mixed standalone claims, the workload of the allocator benchmark, which the
-//! controller allocates. Its resident memory when every claim it could place is allocated, and its
+//! release, devices as gpu-handler publishes them) and 10,000 mixed claims, the workload of the
+//! allocator benchmark, each waited for by a Pod with the allocation gate (the controller allocates
+//! only claims a gated Pod waits for), which the controller allocates. The Pods tolerate every
+//! taint: the bench's Nodes have no kubelet, and kube-controller-manager taints them unreachable. Its resident memory when every claim it could place is allocated, and its
 //! peak, are printed beside the baseline from the same run: the same process on the same cluster
 //! before any GPU object existed. The budget is 64 MiB (issue 16).
 //!
@@ -13,11 +15,13 @@ mod support;
 use std::time::{Duration, Instant};
 
 use allocator_workloads::bench_workload::{self, Inventory};
+use claim_allocation::selection::SCHEDULING_GATE;
 use futures::{StreamExt, TryStreamExt, stream};
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::{DeleteParams, ListParams, PostParams};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::json;
 use support::components::AgentWorkspace;
 use support::dra_controller_run::start_dra_controller;
 use testbed::{ComponentProcess, TestNamespace};
@@ -101,6 +105,17 @@ async fn until_settled(claims: &Api<ResourceClaim>, total: usize, controller: &C
     }
 }
 
+/// A Pod with the allocation gate, on any node, waiting for the claim `claim`.
+fn gated_pod(claim: &str) -> Pod {
+    serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": claim},
+        "spec": {"containers": [{"name": "main", "image": "registry.invalid/testbed/pause:1",
+                                 "resources": {"claims": [{"name": "gpu"}]}}],
+                 "tolerations": [{"operator": "Exists"}],
+                 "schedulingGates": [{"name": SCHEDULING_GATE}],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]}}))
+    .expect("a valid Pod")
+}
+
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
@@ -134,8 +149,10 @@ async fn main() {
         claim.metadata.namespace = None;
         claim.metadata.uid = None;
     }
+    let pods: Vec<Pod> = claims.iter().map(|c| gated_pod(&c.name_any())).collect();
     let api = ns.api::<ResourceClaim>();
     create_all(&api, claims).await;
+    create_all(&ns.api::<Pod>(), pods).await;
     eprintln!(
         "controller bench: stored in {:?}; waiting for the allocations",
         stored.elapsed()
@@ -160,7 +177,7 @@ async fn main() {
     );
     println!(
         "  {:<52} {:>8.1} MiB  {:>5.2}x baseline  {:>5.2} of the 64 MiB budget",
-        format!("{placed} claims allocated (last one {took:.0?} after the store)"),
+        format!("{placed} claims of gated Pods allocated (last one {took:.0?} after the store)"),
         mib(settled),
         settled as f64 / idle as f64,
         settled as f64 / BUDGET_KIB as f64

@@ -1,9 +1,10 @@
-//! gpu-dra-controller on the real control plane, as a real process under its RBAC: it allocates a
-//! standalone claim (best fit, where the scheduler would take the first device), allocates and
-//! ungates a gated Pod that the real scheduler then binds to the allocation's node without
-//! re-allocating, audits a claim the scheduler allocated (its metric moves), explains claims it
-//! cannot allocate in Events, and tells a claim that it released its devices. One controller runs at
-//! a time (it acts cluster-wide), so the phases share one test.
+//! gpu-dra-controller on the real control plane, as a real process under its RBAC: it allocates the
+//! claims of gated Pods (best fit, where the scheduler would take the first device) and ungates
+//! them, and the real scheduler binds each to the allocation's node without re-allocating; a claim
+//! no Pod uses stays unallocated; it audits a claim the scheduler allocated (its metric moves),
+//! explains claims it cannot allocate in Events, and tells a claim that kube-controller-manager
+//! released its devices. One controller runs at a time (it acts cluster-wide), so the phases share
+//! one test.
 
 mod support;
 
@@ -31,6 +32,13 @@ fn claim(name: &str, class: &str, selector: Option<&str>) -> ResourceClaim {
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}),
     )
     .unwrap()
+}
+
+/// A Pod on `node` with our gate, using the claim `claim`.
+fn gated_pod(name: &str, node: &str, claim: &str) -> Pod {
+    let uses = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
+                      "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}]});
+    pod(name, node, json!({"claims": [{"name": "gpu"}]}), uses)
 }
 
 async fn allocated(claims: &Api<ResourceClaim>, name: &str) -> ResourceClaim {
@@ -95,9 +103,12 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
     let ws = AgentWorkspace::new();
     let (controller, port) = start_dra_controller(&ns, &ws).await;
 
-    // 1. A standalone claim: allocated by the controller, best fit.
+    // 1. A claim of its own that a gated Pod uses: allocated by the controller, best fit. Another
+    //    that no Pod uses is allocated by nobody.
     let claims = ns.api::<ResourceClaim>();
+    create(&claims, &claim("unused", &mig_class, None)).await;
     create(&claims, &claim("standalone", &mig_class, None)).await;
+    create(&ns.api::<Pod>(), &gated_pod("first", node.name(), "standalone")).await;
     let standalone = allocated(&claims, "standalone").await;
     let pool = format!("gpus/{}", node.name());
     assert_eq!(
@@ -107,6 +118,7 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
     );
     let note = event_note(&ns, "standalone", "Allocated").await;
     assert!(note.contains("gpu0-mig-1g6gb-0"), "{note}");
+    bound_pod(&ns, "first").await;
 
     // 2. A gated Pod: allocated and ungated by the controller, bound by the scheduler, not re-allocated.
     let template: ResourceClaimTemplate = serde_json::from_value(json!({
@@ -159,6 +171,11 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
         .filter_map(|m| m.manager.clone())
         .collect();
     assert!(writers.contains(&"gpu-dra-controller".to_owned()), "{writers:?}");
+    assert_eq!(
+        allocated_devices(&claims.get("unused").await.unwrap()),
+        vec![],
+        "a claim no Pod uses holds no device, though one was free before either Pod came"
+    );
 
     // 3. A claim the scheduler allocates is audited: the metric counts it.
     let physical_class = ns.unique("physical");
@@ -226,8 +243,9 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
         "the scheduler allocated it, not us: {writers:?}"
     );
 
-    // 4. Bad input is explained on the claim.
+    // 4. Bad input is explained on the claim (and on the Pod waiting for it).
     create(&claims, &claim("no-class", "no-such-class", None)).await;
+    create(&ns.api::<Pod>(), &gated_pod("no-class-user", node.name(), "no-class")).await;
     let note = event_note(&ns, "no-class", "CannotAllocate").await;
     assert!(
         note.contains("no-such-class") && note.contains("does not exist"),
@@ -235,6 +253,7 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
     );
     let bad_cel = r#"device.attributes["gpu.deckhouse.io"].noSuchAttribute == "x""#;
     create(&claims, &claim("bad-cel", &mig_class, Some(bad_cel))).await;
+    create(&ns.api::<Pod>(), &gated_pod("bad-cel-user", node.name(), "bad-cel")).await;
     let note = event_note(&ns, "bad-cel", "CannotAllocate").await;
     assert!(
         note.contains("noSuchAttribute"),
@@ -250,20 +269,17 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
             .is_none()
     );
 
-    // 5. Deallocation (what the resourceclaim controller does once nothing uses a claim) is told on
-    // the claim. The claim is standalone and unused again, so it is allocated again, and best fit
-    // finds the partition it gave back free (else it would get 2g.12gb).
-    let mut standalone = claims.get("standalone").await.unwrap();
-    standalone.status.as_mut().unwrap().allocation = None;
-    claims
-        .replace_status("standalone", &Default::default(), &standalone)
+    // 5. The Pod `first` ends: kube-controller-manager deallocates its claim (the controller put the
+    //    scheduler's finalizer on it), which is told on the claim; a claim its Pods left is not
+    //    allocated again.
+    let done = json!({"status": {"phase": "Succeeded"}});
+    ns.api::<Pod>()
+        .patch_status("first", &Default::default(), &kube::api::Patch::Merge(&done))
         .await
         .unwrap();
     let note = event_note(&ns, "standalone", "Released").await;
     assert!(note.contains(&format!("{pool}/gpu0-mig-1g6gb-0")), "{note}");
-    assert_eq!(
-        allocated_devices(&allocated(&claims, "standalone").await),
-        vec![(pool.clone(), "gpu0-mig-1g6gb-0".to_owned())]
-    );
+    let released = claims.get("standalone").await.unwrap();
+    assert!(released.status.and_then(|s| s.allocation).is_none());
     drop(controller);
 }

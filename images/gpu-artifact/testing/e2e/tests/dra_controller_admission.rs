@@ -10,18 +10,17 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
-use kube::api::{DeleteParams, ListParams};
+use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::components::*;
+use support::dra_controller_run::lifted_note;
 use support::*;
-use testbed::{ComponentProcess, Progress, ReadyNode, TestNamespace, wait_until};
+use testbed::{ComponentProcess, ReadyNode, TestNamespace};
 
 const GATE: &str = "gpu.deckhouse.io/allocation";
 
@@ -224,27 +223,4 @@ async fn gpu_pods_get_the_gate_at_admission_and_schedule_without_the_controller(
     );
     let note = lifted_note(&ns, "stuck").await;
     assert!(note.contains("did not allocate the Pod's claims within 30s"), "{note}");
-}
-
-/// The note of the AllocationGateLifted Event of a Pod.
-async fn lifted_note(ns: &TestNamespace, pod: &str) -> String {
-    let events = ns.api::<Event>();
-    let selector = format!("regarding.name={pod}");
-    wait_until(
-        &format!("AllocationGateLifted Event of {pod}"),
-        Duration::from_secs(30),
-        || async {
-            let list = events.list(&ListParams::default().fields(&selector)).await?;
-            let lifted = list
-                .items
-                .iter()
-                .find(|e| e.reason.as_deref() == Some("AllocationGateLifted"));
-            Ok(match lifted.and_then(|e| e.note.clone()) {
-                Some(note) => Progress::Done(note),
-                None => Progress::Pending("no Event yet".to_owned()),
-            })
-        },
-    )
-    .await
-    .unwrap()
 }

@@ -3,10 +3,11 @@
 //! reason on each, computed by the engine that allocates. One cluster holds every reason at once:
 //! node `card` whose A30 counters a Physical claim holds (MIG partitions exist but are taken), node
 //! `migoff` labelled `allow-mig=false` (it offers the whole card only), and node `notready` whose
-//! PhysicalGPU is not DriverReady (it offers nothing). Claims ask for a MIG partition, a device type
-//! no node has, more cards than any node has, and a class whose CEL fails. A gated Pod gets its
-//! claim's Event; when a reason changes the Event is updated, not repeated; once the holder goes,
-//! the waiting claims are allocated. One controller acts cluster-wide, so this is one test.
+//! PhysicalGPU is not DriverReady (it offers nothing). Claims, each waited for by a gated Pod, ask
+//! for a MIG partition, a device type no node has, more cards than any node has, and a class whose
+//! CEL fails. A gated Pod gets its claim's Event; when a reason changes the Event is updated, not
+//! repeated; once the holder's Pod is done, the waiting claims are allocated. One controller acts
+//! cluster-wide, so this is one test.
 
 mod support;
 
@@ -16,7 +17,7 @@ use std::time::Duration;
 use claim_allocation::selection::SCHEDULING_GATE;
 use k8s_openapi::api::core::v1::{Pod, PodSchedulingGate};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-use kube::api::DeleteParams;
+use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::components::{AgentWorkspace, install_crds};
@@ -37,6 +38,23 @@ fn claim(name: &str, class: &str, count: Option<i64>) -> ResourceClaim {
     serde_json::from_value(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name}, "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}))
     .unwrap()
+}
+
+/// Creates `claim` and a Pod with our gate, not pinned to a node, that waits for it
+/// (`<claim>-user`): a claim no Pod waits for is not the controller's to allocate.
+async fn waited_for(ns: &TestNamespace, claim: ResourceClaim) {
+    let name = claim.name_any();
+    create(&ns.api::<ResourceClaim>(), &claim).await;
+    let uses = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
+                      "schedulingGates": [{"name": SCHEDULING_GATE}]});
+    let mut user = pod(
+        &format!("{name}-user"),
+        "any",
+        json!({"claims": [{"name": "gpu"}]}),
+        uses,
+    );
+    user.spec.as_mut().unwrap().node_selector = None;
+    create(&ns.api::<Pod>(), &user).await;
 }
 
 /// The part of a CannotAllocate note about `node` (parts are separated by "; ").
@@ -89,7 +107,7 @@ async fn pending_claims_say_why_node_by_node() {
     let (controller, _) = start_dra_controller(&ns, &ws).await;
     let claims = ns.api::<ResourceClaim>();
     // The whole card, taken by `holder` (the only card with counters: `migoff` is not published yet).
-    create(&claims, &claim("holder", &physical, None)).await;
+    waited_for(&ns, claim("holder", &physical, None)).await;
     let pool = format!("gpus/{}", card.name());
     let is_on = |device: &'static str, pool: String| {
         move |c: &ResourceClaim| allocated_devices(c) == vec![(pool.clone(), device.to_owned())]
@@ -100,7 +118,7 @@ async fn pending_claims_say_why_node_by_node() {
     create(&slices, &slice(&ns, "migoff", migoff.name(), 1, migoff_card)).await;
 
     // The card's counters taken, naming the claim; MIG off by label; DriverReady False.
-    create(&claims, &claim("mig-waits", &mig, None)).await;
+    waited_for(&ns, claim("mig-waits", &mig, None)).await;
     let holder = format!("{}/holder", ns.name());
     let mig_off = format!("no device of class {mig} (MIG is off on this node: gpu.deckhouse.io/allow-mig=false)");
     let not_ready = format!("offers no devices, its GPUs are not DriverReady ({notready_gpu})");
@@ -112,7 +130,7 @@ async fn pending_claims_say_why_node_by_node() {
     .await;
 
     // No device of the class on any node.
-    create(&claims, &claim("no-device", &vgpu, None)).await;
+    waited_for(&ns, claim("no-device", &vgpu, None)).await;
     event_whose_note(&ns, "no-device", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         let none = format!("request gpu: no device of class {vgpu}");
         has(note, card.name(), &none) && has(note, migoff.name(), &none) && !note.contains("MIG is off")
@@ -120,7 +138,7 @@ async fn pending_claims_say_why_node_by_node() {
     .await;
 
     // A count larger than any node can give.
-    create(&claims, &claim("three-cards", &physical, Some(3))).await;
+    waited_for(&ns, claim("three-cards", &physical, Some(3))).await;
     event_whose_note(&ns, "three-cards", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         note.contains("request gpu asks for 3 devices, more than any node can give (at most 1 match on one node)")
             && has(note, migoff.name(), "asks for 3 devices, the node has 1 that match")
@@ -128,7 +146,7 @@ async fn pending_claims_say_why_node_by_node() {
     .await;
 
     // The class's CEL error.
-    create(&claims, &claim("broken-class", &broken, None)).await;
+    waited_for(&ns, claim("broken-class", &broken, None)).await;
     event_whose_note(&ns, "broken-class", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         note.contains(&format!("class {broken}: selector #0")) && note.contains("noSuchAttribute")
     })
@@ -160,8 +178,14 @@ async fn pending_claims_say_why_node_by_node() {
     assert_eq!(changed.metadata.uid, first.metadata.uid, "updated, not repeated");
     assert_ne!(changed.note, first.note);
 
-    // The holder goes: both MIG claims are allocated (the Pod's once its gate is lifted).
-    claims.delete("holder", &DeleteParams::default()).await.unwrap();
+    // The holder's Pod is done: kube-controller-manager deallocates the holder, and both MIG claims
+    // are allocated (the Pod's once its gate is lifted).
+    bound_pod(&ns, "holder-user").await;
+    let done = json!({"status": {"phase": "Succeeded"}});
+    ns.api::<Pod>()
+        .patch_status("holder-user", &PatchParams::default(), &Patch::Merge(&done))
+        .await
+        .unwrap();
     let allocated = |c: &ResourceClaim| {
         let devices = allocated_devices(c);
         !devices.is_empty() && devices.iter().all(|(p, _)| *p == pool)

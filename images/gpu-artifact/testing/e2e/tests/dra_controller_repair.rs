@@ -4,7 +4,8 @@
 //! (the scheduler and the controller at the same moment, or two replicas during a lease change).
 //! The controller, started under its RBAC, finds the card held twice: it clears `racer`'s
 //! allocation (neither reserved nor prepared) with a DoubleAllocationRepaired Event, counts it in
-//! its metrics and allocates `racer` again to the free card; `kept` keeps its card and its Pod.
+//! its metrics, and once a gated Pod comes for `racer` allocates it again to the free card; `kept`
+//! keeps its card and its Pod.
 
 mod support;
 
@@ -106,6 +107,14 @@ async fn a_card_given_to_two_claims_is_taken_back_from_the_one_not_in_use() {
     )
     .await;
     assert_eq!(repaired.type_.as_deref(), Some("Warning"));
+    // A Pod comes for `racer`: the controller allocates it again, to the free card.
+    let waits = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "racer"}],
+                       "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}]});
+    create(
+        &ns.api::<Pod>(),
+        &pod("waiting", node.name(), json!({"claims": [{"name": "gpu"}]}), waits),
+    )
+    .await;
     let racer = claim_when(&claims, "racer", "allocated again to the free card", |c| {
         allocated_devices(c) == vec![(card.0.clone(), other.to_owned())]
     })

@@ -4,14 +4,18 @@
 //! controller's account with its RBAC, in the shape the controller writes (a merge patch of
 //! `spec.schedulingGates` with the other gates kept): the removal passes, and every other change a
 //! Pod update allows is refused by the real API server with the policy's message, while an admin's
-//! writes stay untouched.
+//! writes stay untouched. Likewise its claim patches (issue 31, item 3): RBAC grants `patch` on
+//! claims so it can add kube-scheduler's finalizer before an allocation, and the chart's policy
+//! keeps that patch to exactly adding `resource.kubernetes.io/delete-protection`.
 
 mod support;
 
+use claim_allocation::claim_writes::{DELETE_PROTECTION, finalizer_patch};
 use claim_allocation::selection::SCHEDULING_GATE;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 use support::components::dra_controller_rules;
 use support::policies::{install_rendered_policies, refused, until_refused};
@@ -19,6 +23,7 @@ use support::*;
 use testbed::{Access, TestNamespace};
 
 const OTHER_GATE: &str = "example.com/quota";
+const OTHER_FINALIZER: &str = "example.com/keep";
 
 async fn gated_pod(ns: &TestNamespace, name: &str, gates: &[&str]) -> Pod {
     let gates: Vec<Value> = gates.iter().map(|g| json!({"name": g})).collect();
@@ -138,4 +143,120 @@ async fn the_controller_may_only_remove_its_own_scheduling_gate() {
     pods.patch("theirs", &PatchParams::default(), &Patch::Merge(&relabel))
         .await
         .unwrap();
+}
+
+/// A claim of the test's namespace with `finalizers`, labelled `app: <name>`.
+async fn claim_with(ns: &TestNamespace, name: &str, finalizers: &[&str]) -> ResourceClaim {
+    let claim: ResourceClaim = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "labels": {"app": name}, "finalizers": finalizers},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "any"}}]}}}))
+    .unwrap();
+    create(&ns.api::<ResourceClaim>(), &claim).await
+}
+
+fn finalizers_of(claim: &ResourceClaim) -> Vec<String> {
+    claim.metadata.finalizers.clone().unwrap_or_default()
+}
+
+/// Claims whose finalizers a test left are released by the admin, so the namespace can go.
+async fn release_claims(ns: &TestNamespace, names: &[&str]) {
+    let clear = json!({"metadata": {"finalizers": null}});
+    for name in names {
+        ns.api::<ResourceClaim>()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&clear))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_may_only_add_the_schedulers_finalizer_to_claims() {
+    let ns = TestNamespace::create("dra-claim-patches").await.unwrap();
+    let controller = ns
+        .client_as("gpu-dra-controller", Access::Cluster(dra_controller_rules()))
+        .await
+        .unwrap();
+    let installed = install_rendered_policies(&ns, "gpu-dra-controller-claim-finalizer").await;
+    assert_eq!(installed, 1, "the chart renders one policy (its binding has its name)");
+    let as_controller = Api::<ResourceClaim>::namespaced(controller.clone(), ns.name());
+    let claims = ns.api::<ResourceClaim>();
+    let merge = |patch: Value| Patch::Merge(patch);
+
+    claim_with(&ns, "probe", &[]).await;
+    until_refused("the claim-patch policy", "gpu-dra-controller may", || async {
+        let foreign = json!({"metadata": {"finalizers": [OTHER_FINALIZER]}});
+        as_controller
+            .patch("probe", &PatchParams::default(), &merge(foreign))
+            .await?;
+        let undo = json!({"metadata": {"finalizers": null}});
+        claims.patch("probe", &PatchParams::default(), &merge(undo)).await?;
+        Ok(())
+    })
+    .await;
+
+    // What the controller writes before an allocation: the finalizer, beside the others.
+    let kept = claim_with(&ns, "kept", &[OTHER_FINALIZER]).await;
+    let patch = finalizer_patch(&kept.metadata).expect("the claim lacks it");
+    let added = as_controller
+        .patch("kept", &PatchParams::default(), &merge(patch))
+        .await
+        .unwrap();
+    assert_eq!(finalizers_of(&added), [OTHER_FINALIZER, DELETE_PROTECTION]);
+
+    // Anything else is refused, and the claim keeps what it had.
+    let cases: [(&str, Value); 3] = [
+        (
+            "removing the scheduler's finalizer",
+            json!({"metadata": {"finalizers": [OTHER_FINALIZER]}}),
+        ),
+        (
+            "removing another finalizer",
+            json!({"metadata": {"finalizers": [DELETE_PROTECTION]}}),
+        ),
+        (
+            "adding another finalizer",
+            json!({"metadata": {"finalizers": [OTHER_FINALIZER, DELETE_PROTECTION, "example.com/more"]}}),
+        ),
+    ];
+    for (what, patch) in cases {
+        refused(
+            as_controller
+                .patch("kept", &PatchParams::default(), &merge(patch))
+                .await,
+            what,
+            "may only add the finalizer",
+        );
+    }
+    let bare = claim_with(&ns, "bare", &[]).await;
+    let beside: [(&str, Value); 2] = [
+        ("labelling", json!({"labels": {"app": "moved"}})),
+        ("annotating", json!({"annotations": {"a": "b"}})),
+    ];
+    for (what, more) in beside {
+        let mut patch = finalizer_patch(&bare.metadata).unwrap();
+        patch["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .extend(more.as_object().unwrap().clone());
+        refused(
+            as_controller
+                .patch("bare", &PatchParams::default(), &merge(patch))
+                .await,
+            &format!("adding the finalizer and {what}"),
+            "labels, annotations",
+        );
+    }
+    let kept = claims.get("kept").await.unwrap();
+    assert_eq!(finalizers_of(&kept), [OTHER_FINALIZER, DELETE_PROTECTION]);
+    assert_eq!(kept.labels().get("app").map(String::as_str), Some("kept"));
+    assert_eq!(finalizers_of(&claims.get("bare").await.unwrap()), Vec::<String>::new());
+
+    // The policy binds the controller only: an admin still edits the same claim.
+    let relabel = json!({"metadata": {"labels": {"app": "admin-moved"}}});
+    claims
+        .patch("kept", &PatchParams::default(), &merge(relabel))
+        .await
+        .unwrap();
+    release_claims(&ns, &["kept"]).await;
 }

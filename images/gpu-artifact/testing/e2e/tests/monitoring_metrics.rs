@@ -11,7 +11,7 @@
 //! gpu-controller acts on every PhysicalGPU of the shared cluster: it waits behind a Lease another
 //! holder keeps, so it never writes DriverReady (its inventory metrics need no leadership). The
 //! allocation metrics come from the leader's audit, so gpu-dra-controller leads, as in
-//! `dra_controller.rs`; it allocates nothing here (no claim of this test is standalone or gated).
+//! `dra_controller.rs`; it allocates nothing here (no Pod of this test is gated).
 
 mod handler_node;
 mod monitoring_queries;

@@ -118,8 +118,9 @@ pub fn handler_rules() -> Vec<PolicyRule> {
     ]
 }
 
-/// What gpu-dra-controller may do: read claims, slices, classes and Pods; write claim allocations;
-/// remove its scheduling gate from Pods; hold its Lease; record Events.
+/// What gpu-dra-controller may do: read claims, slices, classes and Pods; add the scheduler's
+/// finalizer to claims and write their allocations; remove its scheduling gate from Pods; hold its
+/// Lease; record Events.
 pub fn dra_controller_rules() -> Vec<PolicyRule> {
     vec![
         rule("resource.k8s.io", &["resourceclaims"], &["get", "list", "watch"]),
@@ -128,6 +129,7 @@ pub fn dra_controller_rules() -> Vec<PolicyRule> {
             &["resourceclaims/status", "resourceclaims/binding"],
             &["update", "patch"],
         ),
+        rule("resource.k8s.io", &["resourceclaims"], &["patch"]),
         rule(
             "resource.k8s.io",
             &["resourceslices", "deviceclasses"],

@@ -1,6 +1,7 @@
 //! gpu-dra-controller as a real process under the RBAC the chart renders for it, and what tests read
 //! back from it: Events about one object (the Pending reasons and repairs it publishes), claims'
-//! allocations, and a PhysicalGPU's DriverReady condition as gpu-controller would report it.
+//! allocations, a PhysicalGPU's DriverReady condition as gpu-controller would report it, and the
+//! note gpu-controller's lifter leaves on a Pod whose gate it lifted.
 
 use std::time::Duration;
 
@@ -110,4 +111,27 @@ pub async fn physical_gpu_driver_ready(ns: &TestNamespace, name: &str, node: &st
     gpus.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
         .await
         .unwrap();
+}
+
+/// The note of the AllocationGateLifted Event gpu-controller's lifter publishes on the Pod `pod`
+/// (one bound of 30 s and the lifter's period fit well inside its minute).
+pub async fn lifted_note(ns: &TestNamespace, pod: &str) -> String {
+    let selector = format!("regarding.name={pod}");
+    wait_until(
+        &format!("AllocationGateLifted Event of {pod}"),
+        Duration::from_secs(60),
+        || async {
+            let list = ns.api::<Event>().list(&ListParams::default().fields(&selector)).await?;
+            let lifted = list
+                .items
+                .iter()
+                .find(|e| e.reason.as_deref() == Some("AllocationGateLifted"));
+            Ok(match lifted.and_then(|e| e.note.clone()) {
+                Some(note) => Progress::Done(note),
+                None => Progress::Pending("no Event yet".to_owned()),
+            })
+        },
+    )
+    .await
+    .unwrap()
 }
