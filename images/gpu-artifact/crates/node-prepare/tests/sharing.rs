@@ -245,12 +245,12 @@ fn a_dead_daemon_is_not_taken_for_a_running_one_and_comes_back() {
         "its directory is left behind"
     );
 
-    // Supervision (periodic in the handler) starts it again; so does the next start's reconciliation.
-    assert_eq!(node.preparer.supervise_mps().unwrap(), [A30_ADDRESS]);
+    // The upkeep (periodic in the handler) starts it again; so does the next start's reconciliation.
+    assert_eq!(node.preparer.upkeep().unwrap().mps_daemons_restarted, [A30_ADDRESS]);
     let second = tools.mps_daemon_pid(A30_UUID).expect("running again");
     assert_ne!(first, second);
     assert_eq!(
-        node.preparer.supervise_mps().unwrap(),
+        node.preparer.upkeep().unwrap().mps_daemons_restarted,
         Vec::<String>::new(),
         "running: nothing to do"
     );
