@@ -252,3 +252,30 @@ fn the_processes_holding_a_card_are_named_as_nvml_reports_them() {
         "{error}"
     );
 }
+
+#[test]
+fn a_prepared_claim_asked_again_for_other_devices_is_refused_and_keeps_its_own() {
+    let node = Node::a30();
+    let first = node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap();
+    // The kubelet's repeat of the same call gets the same answer.
+    assert_eq!(node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap(), first);
+
+    // The claim was deallocated and allocated again (placement 2) while the node kept its first
+    // devices, say because its unprepare was lost: the recorded devices are not what it holds now.
+    let error = node.preparer.prepare(&mig_request("uid-a", &[2])).unwrap_err();
+    assert!(matches!(error, PrepareError::Refused { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("gpu0-mig-2g12gb-0") && message.contains("gpu0-mig-2g12gb-2"),
+        "names what it holds and what it is asked for: {message}"
+    );
+    assert_eq!(
+        node.instance_starts(),
+        [0],
+        "its first device is kept for the running containers"
+    );
+    assert_eq!(
+        node.preparer.prepared_claims().unwrap()["uid-a"].state,
+        ClaimState::PrepareCompleted
+    );
+}
