@@ -1,9 +1,11 @@
 //! Unix sockets that survive restarts: a socket file left by a crashed process is replaced, a
 //! socket another live process serves is never taken over, and on shutdown only our own socket
-//! file is removed (a successor may already have bound a new one at the same path).
+//! file is removed (a successor may already have bound a new one at the same path). Only the
+//! owner (root, the kubelet) may connect: a socket appears at its path already 0600, whatever the
+//! process's umask.
 
 use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use tokio::net::{UnixListener, UnixStream};
@@ -57,7 +59,7 @@ impl BoundSocket {
                 Err(error) => return Err(io_error("removing the stale file")(error)),
             },
         }
-        let listener = UnixListener::bind(path).map_err(io_error("binding"))?;
+        let listener = bind_private(path).map_err(io_error("binding"))?;
         let metadata = std::fs::metadata(path).map_err(io_error("reading the bound file"))?;
         let socket = Self {
             path: path.to_owned(),
@@ -78,6 +80,26 @@ impl BoundSocket {
             Err(_) => {}
         }
     }
+}
+
+/// Binds `path` with mode 0600 from its first moment: bound under a temporary name beside it,
+/// narrowed, then linked to `path` (which fails, as a bind would, when `path` exists). The
+/// temporary name starts with a dot: the kubelet's plugin watcher ignores such files
+/// (`pkg/kubelet/pluginmanager/pluginwatcher/plugin_watcher.go`, `handleCreateEvent`), so it
+/// never registers, then loses, a plugin under that name.
+fn bind_private(path: &Path) -> io::Result<UnixListener> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temporary = path.with_file_name(format!(".{name}.{}.binding", std::process::id()));
+    match std::fs::remove_file(&temporary) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+        _ => {}
+    }
+    let listener = UnixListener::bind(&temporary)?;
+    let placed = std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| std::fs::hard_link(&temporary, path));
+    let removed = std::fs::remove_file(&temporary);
+    placed.and(removed)?;
+    Ok(listener)
 }
 
 #[cfg(test)]
