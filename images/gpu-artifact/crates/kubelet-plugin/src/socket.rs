@@ -5,7 +5,7 @@
 //! process's umask.
 
 use std::io;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use tokio::net::{UnixListener, UnixStream};
@@ -82,25 +82,26 @@ impl BoundSocket {
     }
 }
 
-/// Binds `path` with mode 0600 from its first moment: bound under a temporary name beside it,
-/// narrowed, then linked to `path` (which fails, as a bind would, when `path` exists). The
-/// temporary name starts with a dot: the kubelet's plugin watcher ignores such files
-/// (`pkg/kubelet/pluginmanager/pluginwatcher/plugin_watcher.go`, `handleCreateEvent`), so it
-/// never registers, then loses, a plugin under that name.
+/// Binds and listens on `path` with mode 0600 from its first moment: the socket's own inode is
+/// narrowed before the bind, and Linux gives the file it binds that mode less the umask
+/// (`unix_bind` in net/unix/af_unix.c), which no sane umask narrows further. No window in which
+/// the file is wider, and no temporary name the kubelet's plugin watcher would see.
 fn bind_private(path: &Path) -> io::Result<UnixListener> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temporary = path.with_file_name(format!(".{name}.{}.binding", std::process::id()));
-    match std::fs::remove_file(&temporary) {
-        Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
-        _ => {}
-    }
-    let listener = UnixListener::bind(&temporary)?;
-    let placed = std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
-        .and_then(|()| std::fs::hard_link(&temporary, path));
-    let removed = std::fs::remove_file(&temporary);
-    placed.and(removed)?;
-    Ok(listener)
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+    let socket = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    )?;
+    rustix::fs::fchmod(&socket, rustix::fs::Mode::from_raw_mode(0o600))?;
+    rustix::net::bind(&socket, &SocketAddrUnix::new(path)?)?;
+    rustix::net::listen(&socket, LISTEN_BACKLOG)?;
+    UnixListener::from_std(std::os::unix::net::UnixListener::from(socket))
 }
+
+/// The backlog of a listening socket (Go's and tokio's default on Linux).
+const LISTEN_BACKLOG: i32 = 1024;
 
 #[cfg(test)]
 mod tests {
