@@ -9,6 +9,8 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
 command -v python3 >/dev/null || need+=(python3)
 command -v setsid >/dev/null || need+=(util-linux)
+# The health ledger's durability test watches the system calls of a save.
+command -v strace >/dev/null || need+=(strace)
 # promtool checks the module's Prometheus rules (the package also ships a server we never start).
 command -v promtool >/dev/null || need+=(prometheus)
 # jq filters objects for the hooks' bindings in tests, as shell-operator does.

@@ -112,7 +112,7 @@ async fn run() -> anyhow::Result<()> {
     });
     tokio::spawn({
         let claims = claims.clone();
-        async move { claims.supervise_mps(plugin.mps_supervise_interval).await }
+        async move { claims.keep_up(plugin.mps_supervise_interval).await }
     });
     let server = PluginServer::start_with_health(plugin.plugin(), claims, Some(health_feed), shutdown.clone()).await?;
     tokio::spawn(follow_registration(

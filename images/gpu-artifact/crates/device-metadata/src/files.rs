@@ -152,16 +152,8 @@ impl DeviceMetadataWriter {
 }
 
 fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::other("a file path has a directory"))?;
-    std::fs::create_dir_all(dir)?;
-    let temporary = dir.join(format!(
-        ".{}.tmp",
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
-    ));
-    std::fs::write(&temporary, contents)?;
-    std::fs::rename(&temporary, path)
+    durable_file::write_atomically(path, contents)
+        .map_err(|error| io::Error::new(error.source.kind(), error.to_string()))
 }
 
 #[cfg(test)]

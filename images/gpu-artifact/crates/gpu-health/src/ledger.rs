@@ -3,7 +3,8 @@
 //! card healthy. The file carries the node's boot id: a reboot resets every GPU, so records of an
 //! earlier boot lose their Xids (and say so).
 //!
-//! This is the crate's only I/O: a JSON file written atomically (temporary file, fsync, rename).
+//! This is the crate's only I/O: a JSON file written atomically and durably (temporary file, fsync,
+//! rename, fsync of the directory).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -59,26 +60,13 @@ impl HealthLedger {
         Ok((ledger, recoveries))
     }
 
-    /// Writes the ledger to `path` atomically.
+    /// Writes the ledger to `path` atomically and durably (the rename included, see `durable_file`).
     pub fn save(&self, path: &Path) -> Result<(), LedgerError> {
-        let io_error = |source| LedgerError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io_error)?;
-        }
         let bytes = serde_json::to_vec_pretty(self).expect("the ledger serialises");
-        let mut temporary = path.as_os_str().to_owned();
-        temporary.push(".tmp");
-        let temporary = PathBuf::from(temporary);
-        {
-            use std::io::Write;
-            let mut file = std::fs::File::create(&temporary).map_err(io_error)?;
-            file.write_all(&bytes).map_err(io_error)?;
-            file.sync_all().map_err(io_error)?;
-        }
-        std::fs::rename(&temporary, path).map_err(io_error)
+        durable_file::write_atomically(path, &bytes).map_err(|error| LedgerError::Io {
+            path: path.to_owned(),
+            source: io::Error::new(error.source.kind(), error.to_string()),
+        })
     }
 
     /// The record of `card`, created (adopting the current clear annotation) when new.

@@ -1,6 +1,8 @@
 //! Unix sockets that survive restarts: a socket file left by a crashed process is replaced, a
 //! socket another live process serves is never taken over, and on shutdown only our own socket
-//! file is removed (a successor may already have bound a new one at the same path).
+//! file is removed (a successor may already have bound a new one at the same path). Only the
+//! owner (root, the kubelet) may connect: a socket appears at its path already 0600, whatever the
+//! process's umask.
 
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -57,7 +59,7 @@ impl BoundSocket {
                 Err(error) => return Err(io_error("removing the stale file")(error)),
             },
         }
-        let listener = UnixListener::bind(path).map_err(io_error("binding"))?;
+        let listener = bind_private(path).map_err(io_error("binding"))?;
         let metadata = std::fs::metadata(path).map_err(io_error("reading the bound file"))?;
         let socket = Self {
             path: path.to_owned(),
@@ -79,6 +81,27 @@ impl BoundSocket {
         }
     }
 }
+
+/// Binds and listens on `path` with mode 0600 from its first moment: the socket's own inode is
+/// narrowed before the bind, and Linux gives the file it binds that mode less the umask
+/// (`unix_bind` in net/unix/af_unix.c), which no sane umask narrows further. No window in which
+/// the file is wider, and no temporary name the kubelet's plugin watcher would see.
+fn bind_private(path: &Path) -> io::Result<UnixListener> {
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+    let socket = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    )?;
+    rustix::fs::fchmod(&socket, rustix::fs::Mode::from_raw_mode(0o600))?;
+    rustix::net::bind(&socket, &SocketAddrUnix::new(path)?)?;
+    rustix::net::listen(&socket, LISTEN_BACKLOG)?;
+    UnixListener::from_std(std::os::unix::net::UnixListener::from(socket))
+}
+
+/// The backlog of a listening socket (Go's and tokio's default on Linux).
+const LISTEN_BACKLOG: i32 = 1024;
 
 #[cfg(test)]
 mod tests {

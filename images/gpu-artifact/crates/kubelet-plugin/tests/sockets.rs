@@ -101,3 +101,20 @@ async fn a_live_registration_socket_leaves_no_dra_socket_behind() {
         "the other process keeps its socket"
     );
 }
+
+#[tokio::test]
+async fn only_the_owner_may_connect_to_the_sockets() {
+    use std::os::unix::fs::PermissionsExt;
+    let plugin = start_plugin().await;
+    for socket in [plugin.server.dra_socket(), plugin.server.registration_socket()] {
+        let mode = std::fs::metadata(socket).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode,
+            0o600,
+            "{}: {mode:o}, whatever the process's umask",
+            socket.display()
+        );
+    }
+    plugin.shutdown.trigger();
+    plugin.server.stopped().await;
+}

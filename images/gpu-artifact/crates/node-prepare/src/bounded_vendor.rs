@@ -3,12 +3,16 @@
 //! the bus) can keep one in the kernel for a long time, and the pipeline holds the node lock
 //! meanwhile. Each call runs on a thread of its own and the pipeline waits at most
 //! `limit` for it: past that the call fails with an error naming it, and the thread is left to
-//! finish on its own (a call stuck in the kernel cannot be interrupted). What such a call still
-//! does later (a MIG device made after its prepare gave up) is found by the checkpoint's records,
-//! as after a crash.
+//! finish on its own (a call stuck in the kernel cannot be interrupted).
+//!
+//! What such a call still does later is the claim's: a MIG create given up on keeps its claim's
+//! `PrepareStarted` record (which says the creation was attempted at that placement), and the
+//! rollback of that record (the claim's retry, the node's upkeep, the next start) waits until the
+//! call has returned ([`mig_create_running`]) before it looks for the instance to destroy.
 
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 
@@ -17,14 +21,61 @@ use gpu_vendor::{
     VendorBackend, VendorError,
 };
 
+/// How the reason of a call given up on begins (see [`was_abandoned`]).
+const ABANDONED: &str = "it did not return within";
+
+/// MIG creates in flight: node (its plugin directory), card, placement. Process-wide, because a
+/// call given up on outlives the preparer that started it (the handler makes one per request).
+static MIG_CREATES_IN_FLIGHT: Mutex<Vec<(PathBuf, PciAddress, MigPlacement)>> = Mutex::new(Vec::new());
+
+/// Whether a MIG create on `card` at a placement overlapping `placement` is still in the vendor
+/// library on the node whose plugin directory is `node`.
+pub(crate) fn mig_create_running(node: &Path, card: &PciAddress, placement: &MigPlacement) -> bool {
+    let in_flight = MIG_CREATES_IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner);
+    in_flight
+        .iter()
+        .any(|(n, c, p)| n == node && c == card && p.overlaps(placement))
+}
+
+/// Whether `error` is a call this module stopped waiting for (it may still do what it was asked).
+pub(crate) fn was_abandoned(error: &VendorError) -> bool {
+    matches!(error, VendorError::Failed { reason, .. } if reason.starts_with(ABANDONED))
+}
+
+/// A MIG create's entry in [`MIG_CREATES_IN_FLIGHT`], removed when the call returns.
+struct InFlight((PathBuf, PciAddress, MigPlacement));
+
+impl InFlight {
+    fn enter(entry: (PathBuf, PciAddress, MigPlacement)) -> Self {
+        let mut in_flight = MIG_CREATES_IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner);
+        in_flight.push(entry.clone());
+        InFlight(entry)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut in_flight = MIG_CREATES_IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = in_flight.iter().position(|entry| *entry == self.0) {
+            in_flight.swap_remove(at);
+        }
+    }
+}
+
 pub(crate) struct BoundedVendor {
     inner: Arc<dyn VendorBackend>,
     limit: Duration,
+    /// The node's plugin directory: whose MIG creates are in flight.
+    node: PathBuf,
 }
 
 impl BoundedVendor {
-    pub fn new(inner: Arc<dyn VendorBackend>, limit: Duration) -> Self {
-        BoundedVendor { inner, limit }
+    pub fn new(inner: Arc<dyn VendorBackend>, limit: Duration, node: &Path) -> Self {
+        BoundedVendor {
+            inner,
+            limit,
+            node: node.to_owned(),
+        }
     }
 
     fn call<T: Send + 'static>(
@@ -47,7 +98,7 @@ impl BoundedVendor {
             Err(VendorError::Failed {
                 call: name.to_owned(),
                 reason: format!(
-                    "it did not return within {:?}; the GPU or its driver is not answering (the call was abandoned)",
+                    "{ABANDONED} {:?}; the GPU or its driver is not answering (the call was abandoned)",
                     self.limit
                 ),
             })
@@ -92,8 +143,11 @@ impl VendorBackend for BoundedVendor {
         placement: MigPlacement,
     ) -> Result<MigInstance, VendorError> {
         let card = *card;
+        let in_flight = InFlight::enter((self.node.clone(), card, placement));
         self.call("create a MIG device", move |b| {
-            b.create_mig_device(&card, profile_id, placement)
+            let made = b.create_mig_device(&card, profile_id, placement);
+            drop(in_flight);
+            made
         })
     }
 
@@ -192,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_call_that_does_not_return_in_time_fails_naming_it() {
-        let bounded = BoundedVendor::new(Arc::new(Hung), Duration::from_millis(50));
+        let bounded = BoundedVendor::new(Arc::new(Hung), Duration::from_millis(50), Path::new("/node"));
         let card: PciAddress = "0000:01:00.0".parse().unwrap();
         // The inner call never returns: that this one does is the bound at work.
         let error = bounded.mig_mode(&card).unwrap_err().to_string();
@@ -200,6 +254,7 @@ mod tests {
             error.starts_with("read the MIG mode failed: it did not return within 50ms"),
             "{error}"
         );
+        assert!(was_abandoned(&bounded.mig_mode(&card).unwrap_err()));
         assert_eq!(bounded.devices().unwrap(), Vec::new());
     }
 }

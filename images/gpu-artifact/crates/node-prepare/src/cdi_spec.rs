@@ -53,9 +53,28 @@ pub(crate) struct CdiDevice {
 }
 
 impl ContainerEdits {
-    /// A card (minor `card_minor`) or one of its MIG devices, seen by CUDA as `visible_uuid`;
-    /// a MIG device also needs the capability nodes of its GPU and compute instance.
-    pub fn gpu(card_minor: u32, visible_uuid: &str, mig_capability_minors: Option<(u32, u32)>) -> Self {
+    /// `NVIDIA_VISIBLE_DEVICES` for every container of a claim: the UUIDs of its cards and MIG
+    /// devices, or `void` when it has none (cards on vfio-pci), which tells an NVIDIA runtime to
+    /// add nothing. It is the claim's, not a device's: the runtime applies CDI edits in turn and an
+    /// `env` entry replaces an earlier one of the same name (tags.cncf.io/container-device-interface
+    /// `ContainerEdits.Apply`), so a variable set per device would name only the container's last
+    /// device. A container that uses only some requests of a claim sees all the claim's UUIDs here
+    /// (their device nodes stay out of it); one with several claims sees the last claim's.
+    pub fn visible_devices(uuids: &[String]) -> Self {
+        let visible = if uuids.is_empty() {
+            "void".to_owned()
+        } else {
+            uuids.join(",")
+        };
+        ContainerEdits {
+            env: vec![format!("NVIDIA_VISIBLE_DEVICES={visible}")],
+            ..ContainerEdits::default()
+        }
+    }
+
+    /// A card (minor `card_minor`) or one of its MIG devices; a MIG device also needs the
+    /// capability nodes of its GPU and compute instance.
+    pub fn gpu(card_minor: u32, mig_capability_minors: Option<(u32, u32)>) -> Self {
         let mut device_nodes = vec![format!("/dev/nvidia{card_minor}")];
         device_nodes.extend(CONTROL_NODES.iter().map(|node| node.to_string()));
         if let Some((gi, ci)) = mig_capability_minors {
@@ -63,7 +82,6 @@ impl ContainerEdits {
             device_nodes.push(format!("/dev/nvidia-caps/nvidia-cap{ci}"));
         }
         ContainerEdits {
-            env: vec![format!("NVIDIA_VISIBLE_DEVICES={visible_uuid}")],
             device_nodes,
             ..ContainerEdits::default()
         }
@@ -85,10 +103,9 @@ impl ContainerEdits {
         self
     }
 
-    /// A card on vfio-pci: its IOMMU group's node, and no NVIDIA device in the container.
+    /// A card on vfio-pci: its IOMMU group's node (and no NVIDIA device, see [`Self::visible_devices`]).
     pub fn vfio(iommu_group: u32) -> Self {
         ContainerEdits {
-            env: vec!["NVIDIA_VISIBLE_DEVICES=void".to_owned()],
             device_nodes: vec![format!("/dev/vfio/{iommu_group}")],
             ..ContainerEdits::default()
         }
@@ -210,19 +227,19 @@ mod tests {
             "3f0e",
             &[CdiDevice {
                 device: "gpu0-mig-2g12gb-2".into(),
-                edits: ContainerEdits::gpu(1, "MIG-abc", Some((12, 13))),
+                edits: ContainerEdits::gpu(1, Some((12, 13))),
             }],
-            None,
+            Some(&ContainerEdits::visible_devices(&["MIG-abc".into()])),
         );
         assert_eq!(
             spec,
             json!({
                 "cdiVersion": "0.6.0",
                 "kind": "gpu.deckhouse.io/claim",
+                "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=MIG-abc"]},
                 "devices": [{
                     "name": "3f0e-gpu0-mig-2g12gb-2",
                     "containerEdits": {
-                        "env": ["NVIDIA_VISIBLE_DEVICES=MIG-abc"],
                         "deviceNodes": [
                             {"path": "/dev/nvidia1"},
                             {"path": "/dev/nvidiactl"},

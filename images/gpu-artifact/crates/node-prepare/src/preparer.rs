@@ -29,7 +29,11 @@ impl NodePreparer {
     /// `config.vendor_call_timeout`.
     pub fn new(config: NodePrepareConfig, backend: Arc<dyn VendorBackend>) -> Self {
         let store = CheckpointStore::new(config.checkpoint_path(), config.boot_id_path());
-        let backend = Arc::new(BoundedVendor::new(backend, config.vendor_call_timeout));
+        let backend = Arc::new(BoundedVendor::new(
+            backend,
+            config.vendor_call_timeout,
+            &config.plugin_dir,
+        ));
         NodePreparer { config, backend, store }
     }
 

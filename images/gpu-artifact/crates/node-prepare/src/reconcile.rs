@@ -1,5 +1,5 @@
 //! Reconciliation at start: make the cards match the checkpoint, undoing only what the checkpoint
-//! says the node did.
+//! says the node did. Between the kubelet's calls, [`NodePreparer::upkeep`] repeats steps 1 and 2.
 //!
 //! 1. Claims a crash left `PrepareStarted` are rolled back (the kubelet prepares them again; a
 //!    card half-moved to vfio-pci goes back to its drivers).
@@ -76,17 +76,21 @@ impl NodePreparer {
         Ok(report)
     }
 
-    /// Restarts the MPS daemons prepared shares need and that died; the handler calls it
-    /// periodically, under the node lock (a busy node is checked next time).
-    pub fn supervise_mps(&self) -> Result<Vec<String>, PrepareError> {
+    /// The node's upkeep between the kubelet's calls, run periodically by the handler under the
+    /// node lock (a busy node is looked at next time): claims left `PrepareStarted` are rolled back
+    /// (no prepare runs while the lock is free, so each is one that failed and kept its record: a
+    /// MIG create given up on, an undo that failed), and the MPS daemons prepared shares need and
+    /// that died are started again.
+    pub fn upkeep(&self) -> Result<ReconcileReport, PrepareError> {
         let _lock = node_lock::acquire(&self.config.lock_path(), std::time::Duration::ZERO)?;
-        let data = self.store.load()?.data;
+        let mut data = self.store.load()?.data;
         let mut report = ReconcileReport::default();
+        self.roll_back_started_claims(&mut data, &mut report)?;
         self.reconcile_mps_daemons(&data, &mut report);
-        if let Some(failure) = report.failures.first() {
-            tracing::warn!(%failure, "MPS daemon supervision");
+        for failure in &report.failures {
+            tracing::warn!(%failure, "node upkeep");
         }
-        Ok(report.mps_daemons_restarted)
+        Ok(report)
     }
 
     fn roll_back_started_claims(

@@ -43,7 +43,10 @@ fn two_claims_get_instances_at_their_placements_with_their_own_cdi_specs() {
         let spec = node.cdi_json(uid);
         let edits = &spec["devices"][0]["containerEdits"];
         assert_eq!(spec["devices"][0]["name"], format!("{uid}-gpu0-mig-2g12gb-{start}"));
-        assert_eq!(edits["env"][0], format!("NVIDIA_VISIBLE_DEVICES={}", record.uuid));
+        assert_eq!(
+            spec["containerEdits"]["env"][0],
+            format!("NVIDIA_VISIBLE_DEVICES={}", record.uuid)
+        );
         let (gi_minor, ci_minor) = mig_minors(0, record.gpu_instance_id, record.compute_instance_id);
         let nodes: Vec<&str> = edits["deviceNodes"]
             .as_array()
@@ -251,4 +254,71 @@ fn the_processes_holding_a_card_are_named_as_nvml_reports_them() {
         error.contains("runs processes (NVML lists pid 555 (python3))"),
         "{error}"
     );
+}
+
+#[test]
+fn a_prepared_claim_asked_again_for_other_devices_is_refused_and_keeps_its_own() {
+    let node = Node::a30();
+    let first = node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap();
+    // The kubelet's repeat of the same call gets the same answer.
+    assert_eq!(node.preparer.prepare(&mig_request("uid-a", &[0])).unwrap(), first);
+
+    // The claim was deallocated and allocated again (placement 2) while the node kept its first
+    // devices, say because its unprepare was lost: the recorded devices are not what it holds now.
+    let error = node.preparer.prepare(&mig_request("uid-a", &[2])).unwrap_err();
+    assert!(matches!(error, PrepareError::Refused { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("gpu0-mig-2g12gb-0") && message.contains("gpu0-mig-2g12gb-2"),
+        "names what it holds and what it is asked for: {message}"
+    );
+    assert_eq!(
+        node.instance_starts(),
+        [0],
+        "its first device is kept for the running containers"
+    );
+    assert_eq!(
+        node.preparer.prepared_claims().unwrap()["uid-a"].state,
+        ClaimState::PrepareCompleted
+    );
+}
+
+/// The environment a container gets from CDI devices `ids` of `spec`, as the runtime applies them
+/// (tags.cncf.io/container-device-interface `ContainerEdits.Apply`: the spec's edits before its
+/// first device's, then each device's; an `env` entry replaces an earlier one of the same name).
+fn injected_env(spec: &serde_json::Value, devices: &[&str]) -> std::collections::BTreeMap<String, String> {
+    let mut edits = vec![&spec["containerEdits"]];
+    for name in devices {
+        let device = spec["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == *name)
+            .unwrap();
+        edits.push(&device["containerEdits"]);
+    }
+    let mut env = std::collections::BTreeMap::new();
+    for entry in edits.iter().filter_map(|e| e["env"].as_array()).flatten() {
+        let (key, value) = entry.as_str().unwrap().split_once('=').unwrap();
+        env.insert(key.to_owned(), value.to_owned());
+    }
+    env
+}
+
+#[test]
+fn a_container_given_two_devices_by_two_requests_sees_both_in_nvidia_visible_devices() {
+    let node = Node::a30();
+    let mut request = mig_request("uid-a", &[0, 2]);
+    request.devices[1].request = "second".into();
+    node.preparer.prepare(&request).unwrap();
+    let claims = node.preparer.prepared_claims().unwrap();
+    let uuids: Vec<String> = claims["uid-a"]
+        .devices
+        .iter()
+        .map(|d| d.mig_instance.as_ref().unwrap().uuid.clone())
+        .collect();
+
+    let spec = node.cdi_json("uid-a");
+    let env = injected_env(&spec, &["uid-a-gpu0-mig-2g12gb-0", "uid-a-gpu0-mig-2g12gb-2"]);
+    assert_eq!(env["NVIDIA_VISIBLE_DEVICES"], uuids.join(","), "{spec:#}");
 }

@@ -37,10 +37,10 @@ fn a_whole_card_gets_its_cdi_spec_and_a_completed_entry() {
         json!({
             "cdiVersion": "0.6.0",
             "kind": "gpu.deckhouse.io/claim",
+            "containerEdits": {"env": [format!("NVIDIA_VISIBLE_DEVICES={A30_UUID}")]},
             "devices": [{
                 "name": format!("{UID}-gpu0"),
                 "containerEdits": {
-                    "env": [format!("NVIDIA_VISIBLE_DEVICES={A30_UUID}")],
                     "deviceNodes": [
                         {"path": "/dev/nvidia0"},
                         {"path": "/dev/nvidiactl"},

@@ -45,7 +45,6 @@ fn two_mps_shares_run_one_daemon_and_each_container_gets_its_percentage() {
                 "name": format!("{uid}-gpu0-mps"),
                 "containerEdits": {
                     "env": [
-                        format!("NVIDIA_VISIBLE_DEVICES={A30_UUID}"),
                         "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps",
                         format!("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={percent}"),
                     ],
@@ -98,7 +97,7 @@ fn the_configs_default_percentage_wins_over_the_share() {
     }));
     node.preparer.prepare(&request).unwrap();
     let env = node.cdi_json("uid-a")["devices"][0]["containerEdits"]["env"].clone();
-    assert_eq!(env[2], "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25");
+    assert_eq!(env[1], "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25");
     // Another share without that parameter asks for different card parameters.
     let error = node
         .preparer
@@ -169,7 +168,7 @@ fn the_time_slice_is_set_by_the_first_share_and_reset_by_the_last() {
     let set = format!("nvidia-smi compute-policy -i {A30_UUID} --set-timeslice 3");
     assert_eq!(node.tool_calls(), std::slice::from_ref(&set));
     assert_eq!(
-        node.cdi_json("uid-b")["devices"][0]["containerEdits"]["env"],
+        node.cdi_json("uid-b")["containerEdits"]["env"],
         json!([format!("NVIDIA_VISIBLE_DEVICES={A30_UUID}")])
     );
     node.preparer.unprepare(&claim("uid-a")).unwrap();
@@ -245,12 +244,12 @@ fn a_dead_daemon_is_not_taken_for_a_running_one_and_comes_back() {
         "its directory is left behind"
     );
 
-    // Supervision (periodic in the handler) starts it again; so does the next start's reconciliation.
-    assert_eq!(node.preparer.supervise_mps().unwrap(), [A30_ADDRESS]);
+    // The upkeep (periodic in the handler) starts it again; so does the next start's reconciliation.
+    assert_eq!(node.preparer.upkeep().unwrap().mps_daemons_restarted, [A30_ADDRESS]);
     let second = tools.mps_daemon_pid(A30_UUID).expect("running again");
     assert_ne!(first, second);
     assert_eq!(
-        node.preparer.supervise_mps().unwrap(),
+        node.preparer.upkeep().unwrap().mps_daemons_restarted,
         Vec::<String>::new(),
         "running: nothing to do"
     );

@@ -61,11 +61,11 @@ fn an_a30_goes_to_vfio_with_its_payload_and_comes_back_to_nvidia() {
             "devices": [{
                 "name": format!("{UID}-gpu0"),
                 "containerEdits": {
-                    "env": ["NVIDIA_VISIBLE_DEVICES=void"],
                     "deviceNodes": [{"path": "/dev/vfio/13"}],
                 },
             }],
             "containerEdits": {
+                "env": ["NVIDIA_VISIBLE_DEVICES=void"],
                 "deviceNodes": [{"path": "/dev/vfio/vfio"}],
                 "mounts": [{
                     "hostPath": payload_path,

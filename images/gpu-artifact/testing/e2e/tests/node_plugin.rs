@@ -33,8 +33,9 @@ fn read_json(path: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
 }
 
+/// The environment every container of the claim gets (the spec's own edits).
 fn env_of(spec: &Value) -> Vec<String> {
-    spec["devices"][0]["containerEdits"]["env"]
+    spec["containerEdits"]["env"]
         .as_array()
         .into_iter()
         .flatten()

@@ -25,6 +25,9 @@ use support::policies::{install_rendered_policies, refused, until_refused};
 use support::*;
 use testbed::{Access, ReadyNode, TestNamespace};
 
+/// The Node label gpu-handler writes (claim-preparation's `DCGM_PAUSED_LABEL`).
+const DCGM_PAUSED: &str = "gpu.deckhouse.io/dcgm-paused";
+
 /// A Pod of `account` bound to `node` (never run: only its binding matters to the token).
 async fn pod_on(ns: &TestNamespace, name: &str, node: &str, account: &str) -> Pod {
     let mut pod = pod(
@@ -198,31 +201,71 @@ async fn node_components_write_only_their_own_nodes_objects() {
         "may not write PhysicalGPU",
     );
 
-    // The Node: its own, and only gpu.deckhouse.io/ labels.
-    let label = |key: &str| Patch::Merge(json!({"metadata": {"labels": {key: "true"}}}));
-    for client in [&agent, &handler] {
+    // A PhysicalGPU's name is its node's too: one labelled for node A but named for B is refused.
+    let mut misnamed = gpu_of(&a);
+    misnamed.metadata.name = Some(format!("{b}-1-10de-20b7"));
+    refused(
+        agent_gpus.create(&PostParams::default(), &misnamed).await,
+        "a PhysicalGPU named for another node",
+        "are named <node>-<index>-<vendor>-<device>",
+    );
+    let mut misnamed = gpu_of(&a);
+    misnamed.metadata.name = Some(format!("{a}-gpu"));
+    refused(
+        agent_gpus.create(&PostParams::default(), &misnamed).await,
+        "a PhysicalGPU not named as the agent names them",
+        "are named <node>-<index>-<vendor>-<device>",
+    );
+    // Nor may a node component hold one up with a finalizer.
+    let finalizer = Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold"]}}));
+    refused(
+        agent_gpus
+            .patch(&format!("{a}-0-10de-20b7"), &PatchParams::default(), &finalizer)
+            .await,
+        "a finalizer on its own PhysicalGPU",
+        "finalizers",
+    );
+
+    // The Node: its own, and only the labels each component writes (not the admin's, not the
+    // other component's), never its finalizers. Values naming the writer, so that each write of another's key is a change.
+    let labels = |keys: &[&str], writer: &str| {
+        let labels: serde_json::Map<String, serde_json::Value> =
+            keys.iter().map(|key| (key.to_string(), json!(writer))).collect();
+        Patch::Merge(json!({"metadata": {"labels": labels}}))
+    };
+    let agent_keys: Vec<&str> = gpu_api::labels::NODE_AGENT_LABELS.to_vec();
+    let handler_keys = vec![DCGM_PAUSED];
+    let writers = [
+        (&agent, "agent", &agent_keys, &handler_keys),
+        (&handler, "handler", &handler_keys, &agent_keys),
+    ];
+    for (client, writer, own, others) in writers {
         let nodes = Api::<Node>::all(client.clone());
         nodes
-            .patch(&a, &PatchParams::default(), &label("gpu.deckhouse.io/dcgm-paused"))
+            .patch(&a, &PatchParams::default(), &labels(own, writer))
             .await
             .unwrap();
         refused(
-            nodes
-                .patch(&b, &PatchParams::default(), &label("gpu.deckhouse.io/dcgm-paused"))
-                .await,
+            nodes.patch(&b, &PatchParams::default(), &labels(own, writer)).await,
             "labelling another node",
             "may not change Node",
         );
+        for key in [
+            "gpu.deckhouse.io/allow-mps",
+            "gpu.deckhouse.io/allow-mig",
+            others[0],
+            "node-role.kubernetes.io/control-plane",
+        ] {
+            refused(
+                nodes.patch(&a, &PatchParams::default(), &labels(&[key], writer)).await,
+                &format!("the label {key}"),
+                "may change only the labels",
+            );
+        }
         refused(
-            nodes
-                .patch(
-                    &a,
-                    &PatchParams::default(),
-                    &label("node-role.kubernetes.io/control-plane"),
-                )
-                .await,
-            "a label outside gpu.deckhouse.io/",
-            "only the gpu.deckhouse.io/ labels",
+            nodes.patch(&a, &PatchParams::default(), &finalizer).await,
+            "a finalizer on its Node",
+            "finalizers",
         );
     }
 }

@@ -1,4 +1,5 @@
-//! The node's upkeep beside the kubelet's calls: start-up reconciliation, MPS daemon supervision,
+//! The node's upkeep beside the kubelet's calls: start-up reconciliation, the periodic upkeep (claims
+//! failed prepares left behind, MPS daemon supervision),
 //! and reading back what the checkpoint holds (metrics, card holdings, a corrupt checkpoint told).
 
 use std::time::Duration;
@@ -68,11 +69,12 @@ impl NodeClaims {
         self.node.warn(MPS_DAEMON_RESTARTED, "SuperviseMps", note).await;
     }
 
-    /// Every `interval`, starts again the MPS daemons that prepared shares need and that died, and
-    /// refreshes the cards' holdings (MIG instances made or removed behind the node's back).
-    /// Runs until the task is dropped; skips a round while the library is not loaded or the node
-    /// is busy (the node lock is not waited for).
-    pub async fn supervise_mps(&self, interval: Duration) {
+    /// Every `interval`, the node's upkeep: claims a failed prepare left `PrepareStarted` (a MIG
+    /// create given up on, say) are rolled back, the MPS daemons that prepared shares need and that
+    /// died are started again, and the cards' holdings are refreshed (MIG instances made or removed
+    /// behind the node's back). Runs until the task is dropped; skips a round while the library is
+    /// not loaded or the node is busy (the node lock is not waited for).
+    pub async fn keep_up(&self, interval: Duration) {
         loop {
             tokio::time::sleep(interval).await;
             if self.reconciled.get().is_none() {
@@ -83,11 +85,20 @@ impl NodeClaims {
             if let Ok(reader) = self.preparer() {
                 self.read_back(reader).await;
             }
-            match tokio::task::spawn_blocking(move || preparer.supervise_mps()).await {
-                Ok(Ok(restarted)) => self.tell_mps_restarted(&restarted).await,
+            match tokio::task::spawn_blocking(move || preparer.upkeep()).await {
+                Ok(Ok(report)) => {
+                    if report.started_claims_rolled_back > 0 {
+                        tracing::info!(
+                            claims = report.started_claims_rolled_back,
+                            "rolled back claims failed prepares left behind"
+                        );
+                        self.links.after_change.notify_one();
+                    }
+                    self.tell_mps_restarted(&report.mps_daemons_restarted).await;
+                }
                 Ok(Err(PrepareError::LockTimeout { .. })) => {}
-                Ok(Err(error)) => tracing::warn!(%error, "MPS daemon supervision failed; trying again next round"),
-                Err(panic) => tracing::warn!(%panic, "MPS daemon supervision failed; trying again next round"),
+                Ok(Err(error)) => tracing::warn!(%error, "the node's upkeep failed; trying again next round"),
+                Err(panic) => tracing::warn!(%panic, "the node's upkeep failed; trying again next round"),
             }
         }
     }

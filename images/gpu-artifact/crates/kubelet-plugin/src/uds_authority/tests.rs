@@ -129,3 +129,61 @@ fn what_is_not_http2_passes_unchanged() {
     input.extend(data);
     assert_eq!(out, input);
 }
+
+/// The preface and a SETTINGS frame, as every client connection starts.
+fn connection_start() -> Vec<u8> {
+    let mut out = PREFACE.to_vec();
+    write_frame(&mut out, 0x4, 0, [0; 4], &[&[0, 3, 0, 0, 0, 100]]);
+    out
+}
+
+/// The 9-byte header of a frame announcing `length` bytes of payload.
+fn frame_header(length: usize, kind: u8, flags: u8) -> Vec<u8> {
+    let [_, l0, l1, l2] = u32::try_from(length).unwrap().to_be_bytes();
+    let mut header = vec![l0, l1, l2, kind, flags];
+    header.extend_from_slice(&STREAM_1);
+    header
+}
+
+#[test]
+fn a_data_frame_passes_as_it_arrives_without_waiting_for_its_end() {
+    let mut rewriter = InboundRewriter::default();
+    let start = connection_start();
+    assert_eq!(rewriter.push(&start), start);
+    // A 1 MiB DATA frame: what has arrived of it is the server's at once, nothing is held back.
+    let mut first = frame_header(1 << 20, 0x0, 0);
+    first.extend(vec![7u8; 1000]);
+    assert_eq!(rewriter.push(&first), first);
+    let rest = vec![7u8; (1 << 20) - 1000];
+    assert_eq!(rewriter.push(&rest), rest);
+    // The next header block is rewritten again.
+    let mut request = Vec::new();
+    write_frame(&mut request, 0x1, 0x4, STREAM_1, &[&request_block(GO_AUTHORITY)]);
+    let mut expected = Vec::new();
+    write_frame(&mut expected, 0x1, 0x4, STREAM_1, &[&request_block(AUTHORITY)]);
+    assert_eq!(rewriter.push(&request), expected);
+}
+
+#[test]
+fn a_header_block_past_the_limit_passes_through_unchanged_from_then_on() {
+    let mut rewriter = InboundRewriter::default();
+    let mut input = connection_start();
+    // HEADERS without END_HEADERS, then CONTINUATION frames of 16 KiB: 256 KiB of header block.
+    write_frame(&mut input, 0x1, 0, STREAM_1, &[&request_block(GO_AUTHORITY)]);
+    for _ in 0..16 {
+        write_frame(&mut input, 0x9, 0, STREAM_1, &[&[0x40; 16_384]]);
+    }
+    let out = rewriter.push(&input);
+    assert_eq!(out, input, "given up on and passed as it came");
+    let tail = frame_header(5, 0x9, 0x4);
+    assert_eq!(rewriter.push(&tail), tail, "passthrough from then on");
+}
+
+#[test]
+fn a_headers_frame_announcing_more_than_the_limit_passes_as_it_arrives() {
+    let mut rewriter = InboundRewriter::default();
+    rewriter.push(&connection_start());
+    let mut first = frame_header(1 << 20, 0x1, 0x4);
+    first.extend(vec![0x40; 1000]);
+    assert_eq!(rewriter.push(&first), first);
+}

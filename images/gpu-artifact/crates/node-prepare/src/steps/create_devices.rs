@@ -6,6 +6,7 @@ use dra_offers::OfferedDevice;
 use gpu_vendor::{MigPlacement, PciAddress};
 
 use super::{PrepareRun, PrepareStep};
+use crate::bounded_vendor::was_abandoned;
 use crate::card_mode::{ModeChange, restore_if_unneeded};
 use crate::checkpoint::MigInstanceRecord;
 use crate::error::PrepareError;
@@ -39,7 +40,9 @@ impl PrepareStep for CreateDevices {
         }
         let own_uid = run.request.claim.uid.clone();
         let cards: Vec<PciAddress> = run.mode_changed_on.drain(..).collect();
-        for card in cards {
+        // A create given up on may still land on its card: the claim's rollback restores the mode.
+        let abandoned = run.mig_creates_abandoned.clone();
+        for card in cards.into_iter().filter(|card| !abandoned.contains(card)) {
             if let Err(error) = restore_if_unneeded(run.backend, run.store, &mut run.checkpoint, &card, Some(&own_uid))
             {
                 tracing::warn!(%card, %error, "cannot give the card its MIG mode back after a failed prepare; reconciliation will");
@@ -166,7 +169,12 @@ fn create_mig_device(
     let instance = run
         .backend
         .create_mig_device(card, profile_id, placement)
-        .map_err(vendor)?;
+        .map_err(|source| {
+            if was_abandoned(&source) {
+                run.mig_creates_abandoned.push(*card);
+            }
+            vendor(source)
+        })?;
     fault_point("prepare/inside/create-devices/mig-device-made")?;
     let (Some(compute_instance_id), Some(uuid)) = (instance.compute_instance_id, instance.uuid) else {
         let _ = run.backend.destroy_mig_device(card, instance.gpu_instance_id);

@@ -1,7 +1,9 @@
-//! Step 2: read the checkpoint. A claim already `PrepareCompleted` ends the
-//! pipeline with its recorded devices (the kubelet repeats calls); one left
-//! `PrepareStarted` by a crash or a failed undo is rolled back first, so the
-//! claim starts from a clean card.
+//! Step 2: read the checkpoint. A claim already `PrepareCompleted` for the devices it is allocated
+//! now ends the pipeline with its recorded devices (the kubelet repeats calls); one recorded with
+//! other devices (deallocated and allocated again while the node kept its first devices, its
+//! unprepare lost) is refused, its devices kept for what may still run on them. One left
+//! `PrepareStarted` by a crash or a failed undo is rolled back first, so the claim starts from a
+//! clean card.
 
 use super::{PrepareRun, PrepareStep};
 use crate::checkpoint::ClaimState;
@@ -32,7 +34,31 @@ impl PrepareStep for LoadCheckpoint {
             return Ok(());
         };
         match claim.state {
-            ClaimState::PrepareCompleted => run.outcome = Some(claim.prepared_devices()),
+            ClaimState::PrepareCompleted => {
+                let recorded = describe(
+                    claim
+                        .devices
+                        .iter()
+                        .map(|d| (&d.request, &d.pool, &d.device, &d.share_id)),
+                );
+                let asked = describe(
+                    run.request
+                        .devices
+                        .iter()
+                        .map(|d| (&d.request, &d.pool, &d.device, &d.share_id)),
+                );
+                if recorded != asked {
+                    return Err(PrepareError::refused(
+                        &claim.label(),
+                        format!(
+                            "it is prepared on this node for {recorded} but now allocated {asked}; the node keeps \
+                             the devices it prepared until the kubelet unprepares the claim (delete the Pods that \
+                             use it), then prepares the new allocation"
+                        ),
+                    ));
+                }
+                run.outcome = Some(claim.prepared_devices());
+            }
             ClaimState::PrepareStarted => {
                 tracing::info!(claim = %claim.label(), "rolling back an earlier prepare that did not complete");
                 tear_down_claim(run.config, run.backend, run.store, &mut run.checkpoint, &uid, ROLLBACK)?;
@@ -44,6 +70,18 @@ impl PrepareStep for LoadCheckpoint {
     /// Reading changed nothing; a rollback of an earlier attempt is not
     /// something to restore.
     fn undo(&self, _run: &mut PrepareRun<'_>) {}
+}
+
+/// `device gpu0 (request gpu, share 1a2b), device gpu1 (request gpu)`, in allocation order: what
+/// a claim holds, compared and shown whole.
+fn describe<'a>(devices: impl Iterator<Item = (&'a String, &'a String, &'a String, &'a Option<String>)>) -> String {
+    let described: Vec<String> = devices
+        .map(|(request, pool, device, share)| {
+            let share = share.as_ref().map(|id| format!(", share {id}")).unwrap_or_default();
+            format!("device {device} of pool {pool} (request {request}{share})")
+        })
+        .collect();
+    described.join(", ")
 }
 
 #[cfg(test)]

@@ -75,6 +75,9 @@ pub(crate) struct PrepareRun<'a> {
     pub created: Vec<(usize, PciAddress, MigInstanceRecord)>,
     /// Cards whose MIG mode this run switched (on for MIG, off for a whole card).
     pub mode_changed_on: Vec<PciAddress>,
+    /// Cards where a MIG create was given up on (it did not return in time): it may still make
+    /// its instance, so the claim's `PrepareStarted` record stays for its rollback to find it.
+    pub mig_creates_abandoned: Vec<PciAddress>,
     /// Time slices set and MPS daemons started by this run.
     pub sharing_applied: Vec<SharingApplied>,
     /// Cards this run moved (or began to move) to vfio-pci.
@@ -102,6 +105,7 @@ impl<'a> PrepareRun<'a> {
             plans: Vec::new(),
             created: Vec::new(),
             mode_changed_on: Vec::new(),
+            mig_creates_abandoned: Vec::new(),
             sharing_applied: Vec::new(),
             vfio_moved: Vec::new(),
             cdi_device_ids: Vec::new(),

@@ -49,7 +49,14 @@ impl PrepareStep for RecordPrepareStarted {
         Ok(())
     }
 
+    /// Removes the record, unless a MIG create was given up on: the record then says where its
+    /// instance may still appear, and the claim's rollback (its retry, the node's upkeep, the next
+    /// start) takes it away once the call has returned.
     fn undo(&self, run: &mut PrepareRun<'_>) {
+        if !run.mig_creates_abandoned.is_empty() {
+            tracing::warn!(claim = %run.claim_label(), cards = ?run.mig_creates_abandoned, "a MIG create did not return in time; the claim stays PrepareStarted until its rollback finds what the call made");
+            return;
+        }
         run.checkpoint.claims.remove(&run.request.claim.uid);
         if let Err(error) = run.store.save(&run.checkpoint) {
             tracing::warn!(claim = %run.claim_label(), %error, "cannot remove the PrepareStarted record; reconciliation will");

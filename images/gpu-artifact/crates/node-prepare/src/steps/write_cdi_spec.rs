@@ -24,7 +24,7 @@ impl PrepareStep for WriteCdiSpec {
     fn run(&self, run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
         let uid = &run.request.claim.uid;
         let (devices, claim_edits) = cdi_devices(run)?;
-        let spec = serde_json::to_vec_pretty(&cdi_spec::spec(uid, &devices, claim_edits.as_ref()))
+        let spec = serde_json::to_vec_pretty(&cdi_spec::spec(uid, &devices, Some(&claim_edits)))
             .map_err(|e| PrepareError::refused(&run.claim_label(), format!("cannot encode the CDI spec: {e}")))?;
         write_atomically(&run.config.cdi_spec_path(uid), &spec)?;
         run.cdi_device_ids = run
@@ -45,9 +45,9 @@ impl PrepareStep for WriteCdiSpec {
     }
 }
 
-/// One CDI device per allocated device, and the edits every container of
-/// the claim needs once: a VFIO claim's payload, a GPU claim's driver files.
-fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<ContainerEdits>), PrepareError> {
+/// One CDI device per allocated device, and the edits every container of the claim needs once:
+/// `NVIDIA_VISIBLE_DEVICES` naming all its GPUs, a VFIO claim's payload, a GPU claim's driver files.
+fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, ContainerEdits), PrepareError> {
     let uid = &run.request.claim.uid;
     let recorded = run
         .checkpoint
@@ -56,14 +56,14 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
         .map(|claim| claim.devices.as_slice())
         .unwrap_or_default();
     let mut devices = Vec::new();
-    let mut claim_edits = None;
-    let mut gpus = 0;
+    let mut vfio_payload = None;
+    let mut visible = Vec::new();
     for (index, device) in run.request.devices.iter().enumerate() {
         let plan = run.plan(index);
         let card = device.target.pci_address();
         if let Some(record) = recorded.get(index).and_then(|d| d.vfio.as_ref()) {
             let payload = run.config.vfio_payload_path(uid).display().to_string();
-            claim_edits = Some(ContainerEdits::vfio_claim(uid, &payload));
+            vfio_payload = Some(ContainerEdits::vfio_claim(uid, &payload));
             devices.push(CdiDevice {
                 device: device.device.clone(),
                 edits: ContainerEdits::vfio(record.iommu_group),
@@ -72,9 +72,13 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
         }
         let minor = card_minor(run.config, card)?;
         let edits = match &device.target {
-            OfferedDevice::Physical { uuid, .. } => ContainerEdits::gpu(minor, uuid, None),
+            OfferedDevice::Physical { uuid, .. } => {
+                visible.push(uuid.clone());
+                ContainerEdits::gpu(minor, None)
+            }
             OfferedDevice::SharedPhysical { uuid, .. } => {
-                let edits = ContainerEdits::gpu(minor, uuid, None);
+                visible.push(uuid.clone());
+                let edits = ContainerEdits::gpu(minor, None);
                 match plan.active_thread_percentage {
                     Some(percentage) => {
                         let card = card.to_string();
@@ -95,19 +99,21 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, Option<Container
                 })?;
                 let minors =
                     mig_capability_minors(run.config, minor, record.gpu_instance_id, record.compute_instance_id)?;
-                ContainerEdits::gpu(minor, &record.uuid, Some(minors))
+                visible.push(record.uuid.clone());
+                ContainerEdits::gpu(minor, Some(minors))
             }
         };
         devices.push(CdiDevice {
             device: device.device.clone(),
             edits,
         });
-        gpus += 1;
     }
-    if let Some(driver) = run.config.driver.as_ref().filter(|_| gpus > 0) {
-        claim_edits
-            .get_or_insert_with(ContainerEdits::default)
-            .merge(driver.edits()?);
+    let mut claim_edits = ContainerEdits::visible_devices(&visible);
+    if let Some(payload) = vfio_payload {
+        claim_edits.merge(payload);
+    }
+    if let Some(driver) = run.config.driver.as_ref().filter(|_| !visible.is_empty()) {
+        claim_edits.merge(driver.edits()?);
     }
     Ok((devices, claim_edits))
 }
@@ -134,10 +140,7 @@ mod tests {
         let path = node.config().cdi_spec_path("uid-a");
         let spec: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(spec["devices"][0]["name"], "uid-a-gpu0-mig-2g12gb-2");
-        assert_eq!(
-            spec["devices"][0]["containerEdits"]["env"][0],
-            "NVIDIA_VISIBLE_DEVICES=MIG-1"
-        );
+        assert_eq!(spec["containerEdits"]["env"][0], "NVIDIA_VISIBLE_DEVICES=MIG-1");
         assert_eq!(
             spec["devices"][0]["containerEdits"]["deviceNodes"][5]["path"],
             "/dev/nvidia-caps/nvidia-cap13"

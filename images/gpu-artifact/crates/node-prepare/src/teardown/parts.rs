@@ -6,10 +6,12 @@ use std::collections::BTreeSet;
 
 use dra_offers::OfferedDevice;
 use gpu_api::opaque_config::{SharingStrategy, TimeSliceInterval};
+use gpu_vendor::VendorError;
 use host_inventory::HostRoot;
 
 use super::{Teardown, TeardownPart};
 use crate::atomic_file::remove_durably;
+use crate::bounded_vendor::mig_create_running;
 use crate::card_mode::restore_if_unneeded;
 use crate::error::PrepareError;
 use crate::mps_daemon::stop_mps_daemon;
@@ -80,7 +82,9 @@ impl TeardownPart for UndoSharing {
 
 /// Destroys the MIG devices the checkpoint says this claim made: found by their recorded ids, or,
 /// for a device a crash kept from being recorded, by profile and placement, and then only when
-/// the record says its creation was attempted on a placement seen free under the node lock.
+/// the record says its creation was attempted on a placement seen free under the node lock. A
+/// creation given up on that is still in the vendor library is waited for (the teardown fails and
+/// is retried): what it makes after the look would be nobody's.
 struct DestroyMigDevices;
 
 impl TeardownPart for DestroyMigDevices {
@@ -108,6 +112,17 @@ impl TeardownPart for DestroyMigDevices {
                 device: device.device.clone(),
                 source,
             };
+            if mig_create_running(&t.config.plugin_dir, pci_address, placement) {
+                return Err(vendor(VendorError::Failed {
+                    call: "create a MIG device".into(),
+                    reason: format!(
+                        "the creation on card {pci_address} (memory slices {}..{}) given up on in an earlier \
+                         attempt has not returned yet; the claim is rolled back once it has",
+                        placement.start,
+                        placement.end()
+                    ),
+                }));
+            }
             let instances = t.backend.mig_instances(pci_address).map_err(vendor)?;
             let found = instances.iter().find(|instance| match &device.mig_instance {
                 Some(record) => instance.gpu_instance_id == record.gpu_instance_id && instance.placement == *placement,
