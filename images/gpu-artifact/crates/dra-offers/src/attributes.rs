@@ -17,6 +17,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::card::CardOffering;
+use crate::catalog::{DEVICE_TYPE_MIG, DEVICE_TYPE_PHYSICAL, VENDOR_NVIDIA};
 use crate::names::ATTRIBUTE_DOMAIN;
 
 /// An attribute's string and version values are at most 64 characters (API validation).
@@ -32,7 +33,7 @@ pub const SHARE_PERCENT: &str = "sharePercent";
 /// Attributes of the whole card offered with `sharing` (`Exclusive` for the plain offer). The
 /// `sharing` attribute is on every offer, so a class selecting on it never meets a device without it.
 pub fn physical_attributes(card: &CardOffering, sharing: SharingStrategy) -> Attributes {
-    let mut attributes = common_attributes(card, "Physical", "gpu");
+    let mut attributes = common_attributes(card, DEVICE_TYPE_PHYSICAL, "gpu");
     put_string(&mut attributes, "uuid", &card.inventory.uuid);
     put_string(&mut attributes, "sharing", sharing.as_str());
     attributes
@@ -40,7 +41,7 @@ pub fn physical_attributes(card: &CardOffering, sharing: SharingStrategy) -> Att
 
 /// Attributes of one MIG placement of the card.
 pub fn mig_attributes(card: &CardOffering, profile: &MigProfile) -> Attributes {
-    let mut attributes = common_attributes(card, "MIG", "mig");
+    let mut attributes = common_attributes(card, DEVICE_TYPE_MIG, "mig");
     put_string(&mut attributes, "migProfile", &profile.name);
     put_string(&mut attributes, "profile", &profile.name);
     put_string(&mut attributes, "parentUUID", &card.inventory.uuid);
@@ -102,7 +103,7 @@ pub fn mig_capacity(profile: &MigProfile) -> Capacities {
 fn common_attributes(card: &CardOffering, device_type: &str, dcgm_type: &str) -> Attributes {
     let inventory = &card.inventory;
     let mut attributes = Attributes::new();
-    put_string(&mut attributes, "vendor", "nvidia");
+    put_string(&mut attributes, "vendor", VENDOR_NVIDIA);
     put_string(&mut attributes, "deviceType", device_type);
     put_string(&mut attributes, "type", dcgm_type);
     put_string(&mut attributes, "device", &card.device_label);

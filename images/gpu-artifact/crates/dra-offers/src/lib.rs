@@ -32,7 +32,7 @@ pub use card::{
     ALLOW_MIG_LABEL, ALLOW_MPS_LABEL, ALLOW_TIMESLICING_LABEL, CardOffering, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE,
     EFFECT_NONE, OfferPolicy,
 };
-pub use catalog::{DeviceCatalog, OfferedDevice};
+pub use catalog::{DEVICE_TYPE_MIG, DEVICE_TYPE_PHYSICAL, DeviceCatalog, OfferedDevice, VENDOR_NVIDIA};
 pub use counters::{CounterValues, card_counters, fit_together, mig_consumption};
 pub use holdings::{CardHolding, CardHoldings, withheld};
 pub use layout::{Layout, PoolTarget, Publication, PublicationError, build_publication, build_publication_holding};
