@@ -2,10 +2,14 @@
 //! (dcgm-exporter's DRA mapping, KubeVirt) read. Names are qualified: ours with
 //! `gpu.deckhouse.io/`, the standard PCI one with `resource.kubernetes.io/`.
 //!
-//! The standard `resource.kubernetes.io/pciBusID` (the card's address) and
+//! The standard `resource.kubernetes.io/pciBusID` (the card's address),
 //! `resource.kubernetes.io/pcieRoot` (its root complex, `pci<domain>:<bus>`, which the node agent
-//! reads from the card's sysfs path) are on every offer of the card: KubeVirt finds a passed-through
-//! card by the first, topology-aware consumers compare the second.
+//! reads from the card's sysfs path) and `resource.kubernetes.io/numaNode` (an int, the card's sysfs
+//! `numa_node`; KEP-6072, `StandardDeviceAttributeNUMANode` of
+//! `k8s.io/dynamic-resource-allocation/deviceattribute` v0.37, which also says a card without NUMA
+//! affinity, `-1`, must not publish it) are on every offer of the card: KubeVirt finds a
+//! passed-through card by the first, topology-aware consumers (our best fit, `matchAttribute`
+//! constraints) compare the others.
 
 use std::collections::BTreeMap;
 
@@ -143,6 +147,9 @@ fn common_attributes(card: &CardOffering, device_type: &str, dcgm_type: &str) ->
     );
     if let Some(root) = &card.pcie_root {
         attributes.insert("resource.kubernetes.io/pcieRoot".to_owned(), string(root));
+    }
+    if let Some(node) = card.numa_node.filter(|node| *node >= 0) {
+        attributes.insert("resource.kubernetes.io/numaNode".to_owned(), int(node));
     }
     attributes
 }

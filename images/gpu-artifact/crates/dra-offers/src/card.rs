@@ -27,6 +27,9 @@ pub struct CardOffering {
     pub taints: Vec<DeviceTaint>,
     /// From `status.pciInfo.pcieRoot`: the PCIe root complex, `pci<domain>:<bus>`.
     pub pcie_root: Option<String>,
+    /// From `status.pciInfo.numaNode` (sysfs `numa_node`): the NUMA node the card is attached to;
+    /// `None` when the platform gives it no affinity.
+    pub numa_node: Option<i64>,
 }
 
 impl CardOffering {

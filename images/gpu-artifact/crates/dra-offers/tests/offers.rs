@@ -158,6 +158,7 @@ fn attributes_name_the_card_for_selectors_dcgm_and_kubevirt() {
             "gpu.deckhouse.io/type",
             "gpu.deckhouse.io/uuid",
             "gpu.deckhouse.io/vendor",
+            "resource.kubernetes.io/numaNode",
             "resource.kubernetes.io/pciBusID",
             "resource.kubernetes.io/pcieRoot",
         ]
@@ -177,6 +178,7 @@ fn attributes_name_the_card_for_selectors_dcgm_and_kubevirt() {
         string("gpu0", "resource.kubernetes.io/pcieRoot").as_deref(),
         Some("pci0000:00")
     );
+    assert_eq!(physical["resource.kubernetes.io/numaNode"].int, Some(0));
     assert_eq!(physical["gpu.deckhouse.io/ccMajor"].int, Some(8));
     assert_eq!(physical["gpu.deckhouse.io/baremetal"].bool, Some(true));
     // The mock's driver is 580.76.05; semver has no leading zeros.

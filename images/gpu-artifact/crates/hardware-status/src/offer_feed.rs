@@ -45,11 +45,8 @@ pub fn offerable_cards<'a>(
                     .as_ref()
                     .and_then(|s| s.node_info.as_ref())
                     .and_then(|n| n.bare_metal),
-                pcie_root: gpu
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.pci_info.as_ref())
-                    .and_then(|p| p.pcie_root.clone()),
+                pcie_root: pci_info(gpu).and_then(|p| p.pcie_root.clone()),
+                numa_node: pci_info(gpu).and_then(|p| p.numa_node),
                 inventory,
                 taints: health.get(&address).map(|h| taints(h, policy)).unwrap_or_default(),
             })
@@ -76,6 +73,11 @@ fn taints(health: &CardHealth, policy: &HealthPolicy) -> Vec<DeviceTaint> {
             time_added: k8s_openapi::jiff::Timestamp::from_second(taint.since).ok().map(Time),
         })
         .collect()
+}
+
+/// The card's PCI facts the node agent recorded (`status.pciInfo`).
+fn pci_info(gpu: &PhysicalGPU) -> Option<&gpu_api::PciInfo> {
+    gpu.status.as_ref()?.pci_info.as_ref()
 }
 
 /// The `<index>` of a PhysicalGPU name `<node>-<index>-<vendor>-<device>` (node names may contain
@@ -129,9 +131,12 @@ mod tests {
     #[test]
     fn ready_cards_the_handler_can_describe_are_offered_unhealthy_ones_tainted() {
         let addresses = ["0000:01:00.0", "0000:02:00.0", "0000:03:00.0", "0000:04:00.0"];
+        let mut placed = gpu("w-0-10de-20b7", addresses[1], "True");
+        let pci = placed.status.as_mut().unwrap().pci_info.as_mut().unwrap();
+        (pci.pcie_root, pci.numa_node) = (Some("pci0000:00".into()), Some(1));
         let gpus = [
             gpu("w-1-10de-20b7", addresses[0], "True"),
-            gpu("w-0-10de-20b7", addresses[1], "True"),
+            placed,
             gpu("w-2-10de-20b7", addresses[2], "False"),
             gpu("w-3-10de-20b7", addresses[3], "True"),
         ];
@@ -163,6 +168,12 @@ mod tests {
             (offered[0].device_label.as_str(), offered[0].bare_metal),
             ("a30-pcie", Some(true))
         );
+        assert_eq!(
+            (offered[0].pcie_root.as_deref(), offered[0].numa_node),
+            (Some("pci0000:00"), Some(1)),
+            "where the node agent found the card"
+        );
+        assert_eq!((offered[1].pcie_root.as_deref(), offered[1].numa_node), (None, None));
         assert!(offered[0].taints.is_empty(), "a healthy card carries no taint");
         let taints: Vec<(&str, Option<&str>, &str)> = offered[1]
             .taints

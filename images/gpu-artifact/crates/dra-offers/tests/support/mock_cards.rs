@@ -29,7 +29,9 @@ pub fn mock_cards(fixture: &str, node: &str, pci_device: &str, device_label: &st
             inventory: backend.inventory(pci).expect("inventory"),
             bare_metal: Some(true),
             taints: Vec::new(),
-            pcie_root: Some("pci0000:00".to_owned()),
+            // Two sockets of four cards each: a root complex and a NUMA node per socket.
+            pcie_root: Some(if index < 4 { "pci0000:00" } else { "pci0000:80" }.to_owned()),
+            numa_node: Some(index as i64 / 4),
         })
         .collect()
 }
