@@ -114,6 +114,9 @@ fn common_attributes(card: &CardOffering, device_type: &str, dcgm_type: &str) ->
     put_string(&mut attributes, "pciAddress", &inventory.pci_address.to_string());
     put_string(&mut attributes, "productName", &inventory.product_name);
     put_string(&mut attributes, "physicalGPU", &card.physical_gpu);
+    if let Some(domain) = &card.nvlink_domain {
+        put_string(&mut attributes, "nvlinkDomain", domain);
+    }
     if let Some(architecture) = &inventory.architecture {
         put_string(&mut attributes, "architecture", architecture);
     }

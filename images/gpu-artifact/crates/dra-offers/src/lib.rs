@@ -13,6 +13,8 @@
 //! An unhealthy card's offers carry its health taints (a MIG placement inherits its card's);
 //! when the server drops taints, a card whose taints keep claims off is withheld instead.
 //!
+//! Cards joined by NVLink share a `gpu.deckhouse.io/nvlinkDomain` ([`nvlink_domains`]).
+//!
 //! This crate must never do I/O: it takes plain data and returns plain data, so every decision
 //! about what is published is testable without a cluster.
 
@@ -24,6 +26,7 @@ mod holdings;
 mod layout;
 mod limits;
 mod names;
+mod nvlink;
 mod offers;
 mod readback;
 
@@ -41,4 +44,5 @@ pub use names::{
     ATTRIBUTE_DOMAIN, counter_set_name, is_dns_label, is_dns_subdomain, mig_device_name, physical_device_name,
     pool_name, profile_label, shared_device_name, slice_name,
 };
+pub use nvlink::nvlink_domains;
 pub use readback::{counters_dropped, sharing_dropped, taints_dropped};

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use dra_offers::{CardOffering, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, EFFECT_NONE};
+use dra_offers::{CardOffering, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, EFFECT_NONE, nvlink_domains};
 use gpu_api::{PhysicalGPU, labels};
 use gpu_health::{CardHealth, HealthPolicy, Severity};
 use gpu_vendor::{GpuInventory, PciAddress};
@@ -30,6 +30,8 @@ pub fn offerable_cards<'a>(
     health: &BTreeMap<PciAddress, CardHealth>,
     policy: &HealthPolicy,
 ) -> Vec<CardOffering> {
+    // Over every card NVML describes, offered or not: a domain's name does not depend on which.
+    let domains = nvlink_domains(&inventories.values().collect::<Vec<_>>());
     let mut cards: Vec<CardOffering> = gpus
         .into_iter()
         .filter(|gpu| driver_ready(gpu) && on_nvidia_driver(gpu))
@@ -47,6 +49,7 @@ pub fn offerable_cards<'a>(
                     .and_then(|n| n.bare_metal),
                 pcie_root: pci_info(gpu).and_then(|p| p.pcie_root.clone()),
                 numa_node: pci_info(gpu).and_then(|p| p.numa_node),
+                nvlink_domain: domains.get(&address).cloned(),
                 inventory,
                 taints: health.get(&address).map(|h| taints(h, policy)).unwrap_or_default(),
             })
@@ -112,6 +115,7 @@ mod tests {
             runtime_version: None,
             power_limits: None,
             mig: None,
+            nvlink_remotes: Vec::new(),
         }
     }
 
@@ -141,10 +145,15 @@ mod tests {
             gpu("w-3-10de-20b7", addresses[3], "True"),
         ];
         // The fourth card could not be described: no inventory.
-        let inventories: BTreeMap<PciAddress, GpuInventory> = addresses[..3]
+        let mut inventories: BTreeMap<PciAddress, GpuInventory> = addresses[..3]
             .iter()
             .map(|a| (a.parse().unwrap(), inventory(a)))
             .collect();
+        // The first two cards share an NVSwitch; the third, not offered, too.
+        for address in &addresses[..3] {
+            let card = inventories.get_mut(&address.parse().unwrap()).unwrap();
+            card.nvlink_remotes = vec!["0000:05:00.0".parse().unwrap()];
+        }
         let policy = HealthPolicy::default();
         let noted = HealthReading {
             remapped_rows: Some(RemappedRows {
@@ -174,6 +183,11 @@ mod tests {
             "where the node agent found the card"
         );
         assert_eq!((offered[1].pcie_root.as_deref(), offered[1].numa_node), (None, None));
+        assert_eq!(
+            offered.iter().map(|c| c.nvlink_domain.as_deref()).collect::<Vec<_>>(),
+            [Some("0000:01:00.0"), Some("0000:01:00.0")],
+            "named by the lowest address of the domain, here a card"
+        );
         assert!(offered[0].taints.is_empty(), "a healthy card carries no taint");
         let taints: Vec<(&str, Option<&str>, &str)> = offered[1]
             .taints
