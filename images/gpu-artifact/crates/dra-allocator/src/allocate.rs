@@ -10,21 +10,15 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceConstraint, ResourceClaim};
 
 use crate::allocator::Allocator;
-use crate::best_fit::{FitScore, score};
-use crate::constraint::Constraint;
-use crate::fast_hash::FastSet;
+use crate::best_fit::FitScore;
 use crate::memo::{Outcome, ShapeMemo};
 use crate::request::{Request, claim_name, requests_of};
 use crate::scope::Scope;
-use crate::search::{BudgetExceeded, Pick, Search};
-use crate::topology;
+use crate::search::{BudgetExceeded, Pick};
 use crate::{AllocationError, result};
 
 /// Steps of the search before a claim is declared unsatisfiable.
-const SEARCH_BUDGET: u64 = 200_000;
-/// Steps of one search restricted to a topology group: a group that does not fit quickly is left
-/// to the unrestricted search.
-const GROUP_BUDGET: u64 = SEARCH_BUDGET / 20;
+pub(crate) const SEARCH_BUDGET: u64 = 200_000;
 
 fn constraints_of(claim: &ResourceClaim) -> &[DeviceConstraint] {
     claim
@@ -232,18 +226,9 @@ impl Allocator {
             }
             candidates.push(per_alternative);
         }
-        // On one node, a request of several devices first tries the closest groups of its
-        // candidates (see `topology`); the unrestricted search is the fallback, with its full
-        // budget, so topology never makes a claim unsatisfiable.
-        if let Scope::Node { .. } = scope
-            && let Some(r) = topology::grouped_request(requests)
-        {
-            for group in self.topology_groups(&requests[r], &candidates[r]) {
-                let restricted = restrict(&candidates, requests, r, &group);
-                if let Ok(Some(found)) = self.search_once(requests, &restricted, constraints, GROUP_BUDGET) {
-                    return Ok(found);
-                }
-            }
+        // On a node, a request of several devices tries its closest groups first (see `topology`).
+        if let Some(found) = self.search_grouped(requests, &candidates, constraints, scope) {
+            return Ok(found);
         }
         Ok(
             match self.search_once(requests, &candidates, constraints, SEARCH_BUDGET) {
@@ -256,49 +241,6 @@ impl Allocator {
         )
     }
 
-    /// One depth-first search over `candidates` with `budget` steps; nothing stays taken.
-    fn search_once(
-        &mut self,
-        requests: &[Request<'_>],
-        candidates: &[Vec<Vec<u32>>],
-        constraints: &[DeviceConstraint],
-        budget: u64,
-    ) -> Result<Option<Outcome>, BudgetExceeded> {
-        let mut search = Search::new(
-            &self.inventory,
-            &mut self.usage,
-            requests,
-            candidates,
-            Constraint::from_claim(constraints),
-            budget,
-        );
-        let found = search
-            .run()
-            .map(|found| found.then(|| Outcome::Found(search.picks.clone(), score(&self.inventory, &search.picks))));
-        search.release_all();
-        found
-    }
-
-    /// The groups a request's multi-device alternatives are restricted to in turn (see `topology`).
-    fn topology_groups(&self, request: &Request<'_>, candidates: &[Vec<u32>]) -> Vec<Vec<u32>> {
-        let mut union: Vec<u32> = Vec::new();
-        let mut seen = FastSet::default();
-        let mut needed = usize::MAX;
-        for (alternative, slots) in request.alternatives.iter().zip(candidates) {
-            if let Some(count) = alternative.count.filter(|n| *n >= 2) {
-                needed = needed.min(count);
-                union.extend(slots.iter().filter(|slot| seen.insert(**slot)));
-            }
-        }
-        let (inventory, usage) = (&self.inventory, &self.usage);
-        topology::groups(
-            &union,
-            |slot| topology::place(&inventory.device(slot).raw),
-            |slot| !usage.is_exclusive(slot) && usage.counters_fit(inventory, inventory.device(slot)),
-            needed,
-        )
-    }
-
     /// Whether a scope reaches devices of an incomplete pool: `All` cannot be served there.
     fn scope_has_incomplete_pool(&self, scope: Scope<'_>) -> bool {
         self.reach
@@ -306,17 +248,6 @@ impl Allocator {
             .iter()
             .any(|slot| self.inventory.pool(self.inventory.device(*slot).pool).incomplete)
     }
-}
-
-/// `candidates` with request `r`'s multi-device alternatives kept to `group`.
-fn restrict(candidates: &[Vec<Vec<u32>>], requests: &[Request<'_>], r: usize, group: &[u32]) -> Vec<Vec<Vec<u32>>> {
-    let mut restricted = candidates.to_vec();
-    for (alternative, slots) in requests[r].alternatives.iter().zip(&mut restricted[r]) {
-        if alternative.count.is_some_and(|n| n >= 2) {
-            slots.retain(|slot| group.contains(slot));
-        }
-    }
-    restricted
 }
 
 /// Why a search found nothing (without the claim's name).

@@ -37,6 +37,7 @@ mod device;
 mod error;
 mod explain;
 mod fast_hash;
+mod grouped_search;
 mod holdings;
 mod intern;
 mod inventory;

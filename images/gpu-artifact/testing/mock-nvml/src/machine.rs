@@ -174,15 +174,7 @@ pub struct GpuCard {
     pub mig_enabled: bool,
     /// What the card's links reach, in link order from link 0.
     #[serde(default)]
-    pub nvlinks: Vec<NvLinkSpec>,
-}
-
-/// `links` consecutive active links of a card reaching `remote` (a card or an NVSwitch).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NvLinkSpec {
-    pub remote: PciBusId,
-    pub links: u32,
+    pub nvlinks: Vec<crate::nvlink_links::NvLinkSpec>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -257,7 +249,7 @@ impl Machine {
                     .collect(),
             });
         }
-        check_nvlinks(path, &file, &cards)?;
+        crate::nvlink_links::check(path, &file.nvswitches, &cards)?;
         // NVML enumerates devices in PCI bus order.
         cards.sort_by_key(|c| c.pci_bus_id);
         for (minor, card) in cards.iter_mut().enumerate() {
@@ -294,36 +286,6 @@ impl Machine {
     pub fn card_index(&self, pci_bus_id: &PciBusId) -> Option<usize> {
         self.cards.iter().position(|c| &c.pci_bus_id == pci_bus_id)
     }
-}
-
-/// Every link reaches a card or an NVSwitch of the machine, and no card has more links than its
-/// model.
-fn check_nvlinks(path: &Path, file: &MachineFile, cards: &[Card]) -> Result<(), String> {
-    for card in cards {
-        let links = card.nvlink_remotes.len();
-        if links > card.model.nvlink_links as usize {
-            return Err(format!(
-                "{}: GPU {} lists {links} NVLink links, its model has {}",
-                path.display(),
-                card.pci_bus_id,
-                card.model.nvlink_links
-            ));
-        }
-        let known = |remote: &PciBusId| {
-            file.nvswitches.contains(remote)
-                || cards
-                    .iter()
-                    .any(|c| &c.pci_bus_id == remote && c.pci_bus_id != card.pci_bus_id)
-        };
-        if let Some(remote) = card.nvlink_remotes.iter().find(|r| !known(r)) {
-            return Err(format!(
-                "{}: an NVLink of GPU {} reaches {remote}, which is neither another GPU nor an NVSwitch of the machine",
-                path.display(),
-                card.pci_bus_id
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn read_file(path: &Path) -> Result<MachineFile, String> {

@@ -1,0 +1,98 @@
+//! The searches of one claim in one scope: the depth-first search over the candidates, and before
+//! it, on a node, the search of a multi-device request restricted to each of its topology groups
+//! in turn (see `topology`). The unrestricted search stays the fallback with its full budget, so
+//! topology never makes a claim unsatisfiable; a group that does not fit quickly is given up.
+
+use k8s_openapi::api::resource::v1::DeviceConstraint;
+
+use crate::allocate::SEARCH_BUDGET;
+use crate::allocator::Allocator;
+use crate::best_fit::score;
+use crate::constraint::Constraint;
+use crate::fast_hash::FastSet;
+use crate::memo::Outcome;
+use crate::request::Request;
+use crate::scope::Scope;
+use crate::search::{BudgetExceeded, Search};
+use crate::topology;
+
+/// Steps of one search restricted to a topology group.
+const GROUP_BUDGET: u64 = SEARCH_BUDGET / 20;
+
+impl Allocator {
+    /// On one node, the first solution of a multi-device request within one of its groups,
+    /// closest and tightest first; `None` when there is no such request or no group holds it.
+    pub(crate) fn search_grouped(
+        &mut self,
+        requests: &[Request<'_>],
+        candidates: &[Vec<Vec<u32>>],
+        constraints: &[DeviceConstraint],
+        scope: Scope<'_>,
+    ) -> Option<Outcome> {
+        let Scope::Node { .. } = scope else {
+            return None;
+        };
+        let r = topology::grouped_request(requests)?;
+        for group in self.topology_groups(&requests[r], &candidates[r]) {
+            let restricted = restrict(candidates, requests, r, &group);
+            if let Ok(Some(found)) = self.search_once(requests, &restricted, constraints, GROUP_BUDGET) {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    /// One depth-first search over `candidates` with `budget` steps; nothing stays taken.
+    pub(crate) fn search_once(
+        &mut self,
+        requests: &[Request<'_>],
+        candidates: &[Vec<Vec<u32>>],
+        constraints: &[DeviceConstraint],
+        budget: u64,
+    ) -> Result<Option<Outcome>, BudgetExceeded> {
+        let mut search = Search::new(
+            &self.inventory,
+            &mut self.usage,
+            requests,
+            candidates,
+            Constraint::from_claim(constraints),
+            budget,
+        );
+        let found = search
+            .run()
+            .map(|found| found.then(|| Outcome::Found(search.picks.clone(), score(&self.inventory, &search.picks))));
+        search.release_all();
+        found
+    }
+
+    /// The groups a request's multi-device alternatives are restricted to in turn.
+    fn topology_groups(&self, request: &Request<'_>, candidates: &[Vec<u32>]) -> Vec<Vec<u32>> {
+        let mut union: Vec<u32> = Vec::new();
+        let mut seen = FastSet::default();
+        let mut needed = usize::MAX;
+        for (alternative, slots) in request.alternatives.iter().zip(candidates) {
+            if let Some(count) = alternative.count.filter(|n| *n >= 2) {
+                needed = needed.min(count);
+                union.extend(slots.iter().filter(|slot| seen.insert(**slot)));
+            }
+        }
+        let (inventory, usage) = (&self.inventory, &self.usage);
+        topology::groups(
+            &union,
+            |slot| topology::place(&inventory.device(slot).raw),
+            |slot| !usage.is_exclusive(slot) && usage.counters_fit(inventory, inventory.device(slot)),
+            needed,
+        )
+    }
+}
+
+/// `candidates` with request `r`'s multi-device alternatives kept to `group`.
+fn restrict(candidates: &[Vec<Vec<u32>>], requests: &[Request<'_>], r: usize, group: &[u32]) -> Vec<Vec<Vec<u32>>> {
+    let mut restricted = candidates.to_vec();
+    for (alternative, slots) in requests[r].alternatives.iter().zip(&mut restricted[r]) {
+        if alternative.count.is_some_and(|n| n >= 2) {
+            slots.retain(|slot| group.contains(slot));
+        }
+    }
+    restricted
+}
