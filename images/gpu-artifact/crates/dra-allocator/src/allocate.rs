@@ -227,18 +227,17 @@ impl Allocator {
             candidates.push(per_alternative);
         }
         // On a node, a request of several devices tries its closest groups first (see `topology`).
-        if let Some(found) = self.search_grouped(requests, &candidates, constraints, scope) {
-            return Ok(found);
-        }
-        Ok(
-            match self.search_once(requests, &candidates, constraints, SEARCH_BUDGET) {
+        let outcome = match self.search_grouped(requests, &candidates, constraints, scope) {
+            Some(found) => found,
+            None => match self.search_once(requests, &candidates, constraints, SEARCH_BUDGET) {
                 Ok(Some(found)) => found,
                 Ok(None) => Outcome::NotFound(Arc::from(explain(requests, &candidates))),
                 Err(BudgetExceeded) => {
                     Outcome::NotFound(Arc::from(format!("gave up after {SEARCH_BUDGET} search steps")))
                 }
             },
-        )
+        };
+        Ok(self.mark_opening(outcome, requests, scope))
     }
 
     /// Whether a scope reaches devices of an incomplete pool: `All` cannot be served there.

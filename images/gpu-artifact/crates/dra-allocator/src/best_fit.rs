@@ -1,8 +1,10 @@
 //! The order in which candidates are tried: best fit, to keep MIG fragmentation low. Fewest
 //! memory slices first, then least memory, then PCI address (then pool and device name, so the
 //! order is total and stable). The scheduler instead takes the first solution in slice order.
-//! Across nodes, the solution with the lowest score (memory slices, then memory, then how spread
-//! its multi-device requests are: see `topology`) wins.
+//! Across nodes, the solution with the lowest score wins: memory slices, then memory, then, for a
+//! claim with a multi-device request, whether it would be the first on its node (packing: a node
+//! nobody uses is taken only when no node in use can hold the claim, however spread) and how
+//! spread its multi-device requests are (see `topology`).
 
 use dra_cel::Quantity;
 
@@ -10,9 +12,9 @@ use crate::inventory::Inventory;
 use crate::search::Pick;
 use crate::topology::{Spread, add, place, spread_of};
 
-/// Best-fit score of a solution: total memory slices, then total memory, then the spread of its
-/// multi-device requests (lower is better).
-pub(crate) type FitScore = (u64, Quantity, Spread);
+/// Best-fit score of a solution: total memory slices, then total memory, then whether it opens a
+/// node nobody uses and the spread of its multi-device requests (lower is better).
+pub(crate) type FitScore = (u64, Quantity, (bool, Spread));
 
 /// Sorts device slots into best-fit order.
 pub(crate) fn fit_order(inventory: &Inventory, devices: &mut [u32]) {
@@ -28,7 +30,8 @@ pub(crate) fn fit_order(inventory: &Inventory, devices: &mut [u32]) {
     });
 }
 
-/// The score of the devices a solution picked (in request order, as the search picks them).
+/// The score of the devices a solution picked (in request order, as the search picks them); that
+/// it opens a node is for the caller to say (see `grouped_search`).
 pub(crate) fn score(inventory: &Inventory, picks: &[Pick]) -> FitScore {
     let (slices, memory) = picks.iter().fold((0, Quantity::ZERO), |(slices, memory), pick| {
         let raw = &inventory.device(pick.device).raw;
@@ -44,5 +47,5 @@ pub(crate) fn score(inventory: &Inventory, picks: &[Pick]) -> FitScore {
             spread_of(&places)
         })
         .fold((0, 0, 0), add);
-    (slices, memory, spread)
+    (slices, memory, (false, spread))
 }

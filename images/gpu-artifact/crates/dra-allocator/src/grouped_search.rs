@@ -1,7 +1,9 @@
 //! The searches of one claim in one scope: the depth-first search over the candidates, and before
 //! it, on a node, the search of a multi-device request restricted to each of its topology groups
 //! in turn (see `topology`). The unrestricted search stays the fallback with its full budget, so
-//! topology never makes a claim unsatisfiable; a group that does not fit quickly is given up.
+//! topology never makes a claim unsatisfiable; a group that does not fit quickly is given up. Such
+//! a claim's solution on a node nobody uses yet is marked, so that nodes in use are filled first
+//! (see `best_fit`): topology never opens a node that packing would not.
 
 use k8s_openapi::api::resource::v1::DeviceConstraint;
 
@@ -40,6 +42,23 @@ impl Allocator {
             }
         }
         None
+    }
+
+    /// `outcome` on `scope`, marked when it is a multi-device claim's first allocation on its node.
+    pub(crate) fn mark_opening(&self, outcome: Outcome, requests: &[Request<'_>], scope: Scope<'_>) -> Outcome {
+        match outcome {
+            Outcome::Found(picks, mut fit)
+                if matches!(scope, Scope::Node { .. }) && topology::grouped_request(requests).is_some() =>
+            {
+                let devices = self.reach.scope_devices(&self.inventory, scope);
+                let in_use = devices
+                    .iter()
+                    .any(|slot| self.usage.is_exclusive(*slot) || self.usage.shares.contains_key(slot));
+                fit.2.0 = !in_use;
+                Outcome::Found(picks, fit)
+            }
+            other => other,
+        }
     }
 
     /// One depth-first search over `candidates` with `budget` steps; nothing stays taken.

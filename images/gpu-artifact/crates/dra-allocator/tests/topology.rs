@@ -1,8 +1,9 @@
 //! Topology-aware best fit on nodes of eight H100 SXM5 as the module publishes them (every MIG
 //! placement beside the whole card; one NVLink domain; cards 0-3 on NUMA node 0 under root
 //! `pci0000:00`, cards 4-7 on NUMA node 1 under `pci0000:80`): a request of several whole cards
-//! goes to one NUMA node, the tightest that holds it, on the node where it fits closest; when no
-//! NUMA node has room it is still allocated, spread; a `matchAttribute` constraint still holds.
+//! goes to one NUMA node, the tightest that holds it, on the node in use where it fits closest; a
+//! node nobody uses is opened only when no node in use holds it, even spread; a `matchAttribute`
+//! constraint still holds.
 
 use std::collections::BTreeSet;
 
@@ -97,27 +98,32 @@ fn several_cards_go_to_the_tightest_numa_node_that_holds_them() {
 }
 
 #[test]
-fn the_closest_node_wins_and_a_request_no_numa_node_holds_is_still_allocated() {
-    let mut engine = engine(&["node-a", "node-b"]);
-    // node-a keeps cards 3 and 4 free: two cards, one on each NUMA node.
+fn the_closest_node_in_use_wins_and_no_node_is_opened_for_topology() {
+    let mut engine = engine(&["node-a", "node-b", "node-c"]);
+    // node-a keeps cards 3 and 4 free: two cards, one on each NUMA node. node-b holds one card,
+    // on NUMA node 1; node-c is empty.
     for card in [0, 1, 2, 5, 6, 7] {
         place(&mut engine, &pinned(&format!("a{card}"), card), Some("node-a"));
     }
+    place(&mut engine, &pinned("b7", 7), Some("node-b"));
     let (node, cards) = place(&mut engine, &claim("pair", 2, json!({})), None);
     assert_eq!(
         (node.as_str(), cards),
-        ("node-b", BTreeSet::from([0, 1])),
-        "node-a comes first by name, but only node-b holds the pair on one NUMA node"
+        ("node-b", BTreeSet::from([4, 5])),
+        "node-a comes first by name, but node-b, in use too, holds the pair on one NUMA node (the tighter one)"
     );
-    // node-b's other six cards go too; then the pair that is left fits only node-a, spread.
-    let (node, _) = place(&mut engine, &claim("six", 6, json!({})), Some("node-b"));
+    // node-b's other cards go too; the next pair still goes to node-a, spread, before the empty
+    // node-c is opened.
+    let (node, _) = place(&mut engine, &claim("five", 5, json!({})), Some("node-b"));
     assert_eq!(node, "node-b");
-    let (node, cards) = place(&mut engine, &claim("split", 2, json!({})), Some("node-a"));
+    let (node, cards) = place(&mut engine, &claim("split", 2, json!({})), None);
     assert_eq!(
         (node.as_str(), cards),
         ("node-a", BTreeSet::from([3, 4])),
-        "spread, since nothing closer is free"
+        "packing first: spread on a node in use rather than a node nobody uses"
     );
+    let (node, cards) = place(&mut engine, &claim("next", 2, json!({})), None);
+    assert_eq!((node.as_str(), cards), ("node-c", BTreeSet::from([0, 1])));
 }
 
 #[test]
