@@ -67,7 +67,7 @@ async fn run() -> anyhow::Result<()> {
     // The metrics name themselves `gpu_handler_*`: a registry prefix would double it.
     let mut registry = Registry::default();
     let metrics = PublicationMetrics::register(&mut registry);
-    let claim_metrics = ClaimMetrics::register(&mut registry);
+    let (claim_metrics, node_pods) = ClaimMetrics::register(&mut registry);
     let registration_metric = RegistrationMetric::register(&mut registry);
     let health_metrics = HealthMetrics::register(&mut registry);
     HealthServer::start_with_metrics(
@@ -79,6 +79,7 @@ async fn run() -> anyhow::Result<()> {
     .await?;
     let client = kube::Client::try_default().await?;
     tokio::spawn(wait_for_termination(shutdown.clone()));
+    tokio::spawn(node_pods.follow(client.clone(), config.node_name.clone(), shutdown.clone()));
 
     let links = HandlerLinks {
         health_metrics,

@@ -6,11 +6,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::runtime::watcher::Event;
 use tokio::sync::watch;
 
+use crate::allocation_clock::AllocationClock;
 use crate::stored_claims::StoredClaim;
 
 /// Claims by `namespace/name`.
@@ -28,6 +30,8 @@ pub struct ClaimStoreWriter {
     claims: Arc<RwLock<Claims>>,
     listing: Option<Claims>,
     listed: watch::Sender<bool>,
+    /// Told every change, as it is applied (the GPU-time metrics).
+    clock: AllocationClock,
 }
 
 fn key(claim: &ResourceClaim) -> String {
@@ -51,23 +55,32 @@ pub fn claim_store() -> (ClaimStore, ClaimStoreWriter) {
         claims,
         listing: None,
         listed,
+        clock: AllocationClock::default(),
     };
     (store, writer)
 }
 
 impl ClaimStoreWriter {
+    /// Tells `clock` every change from now on.
+    pub fn with_clock(mut self, clock: AllocationClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
     /// Applies one watch event.
     pub fn apply(&mut self, event: Event<ResourceClaim>) {
         match event {
             Event::Apply(claim) => {
                 let key = key(&claim);
-                self.claims
-                    .write()
-                    .expect("claim store")
-                    .insert(key, StoredClaim::of(claim));
+                let stored = StoredClaim::of(claim);
+                let mut claims = self.claims.write().expect("claim store");
+                let before = claims.get(&key);
+                self.clock.changed(before, Some(&stored), Instant::now());
+                claims.insert(key, stored);
             }
             Event::Delete(claim) => {
-                self.claims.write().expect("claim store").remove(&key(&claim));
+                let gone = self.claims.write().expect("claim store").remove(&key(&claim));
+                self.clock.changed(gone.as_ref(), None, Instant::now());
             }
             Event::Init => self.listing = Some(Claims::new()),
             Event::InitApply(claim) => {
@@ -79,7 +92,10 @@ impl ClaimStoreWriter {
             Event::InitDone => {
                 let mut listed = self.listing.take().unwrap_or_default();
                 listed.shrink_to_fit();
-                *self.claims.write().expect("claim store") = listed;
+                let mut claims = self.claims.write().expect("claim store");
+                self.clock.listed(&claims, &listed, Instant::now());
+                *claims = listed;
+                drop(claims);
                 self.listed.send_replace(true);
             }
         }

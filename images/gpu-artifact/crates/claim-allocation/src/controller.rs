@@ -19,6 +19,7 @@ use tokio::sync::{Notify, watch as tokio_watch};
 use tokio::time::Instant;
 
 use crate::FIELD_MANAGER;
+use crate::allocation_clock::AllocationClock;
 use crate::claim_store::{ClaimStore, claim_store};
 use crate::claim_writes::ClaimWrites;
 use crate::engine_feed::EngineFeed;
@@ -100,9 +101,16 @@ where
     store
 }
 
-/// Watches claims into the engine, then into the claim store (see `stored_claims`).
-fn watch_claims(api: Api<ResourceClaim>, trigger: Arc<Notify>, engine: EngineThread) -> ClaimStore {
-    let (store, mut writer) = claim_store();
+/// Watches claims into the engine, then into the claim store (see `stored_claims`), which tells
+/// `clock` every change.
+fn watch_claims(
+    api: Api<ResourceClaim>,
+    trigger: Arc<Notify>,
+    engine: EngineThread,
+    clock: AllocationClock,
+) -> ClaimStore {
+    let (store, writer) = claim_store();
+    let mut writer = writer.with_clock(clock);
     let stream = events_through_engine(api, Some((engine, EngineFeed::claim_event))).for_each(move |event| {
         match event {
             Ok(event) => writer.apply(event),
@@ -152,7 +160,12 @@ pub async fn run(
     let engine = EngineThread::start()?;
     let trigger = Arc::new(Notify::new());
     let stores = Stores {
-        claims: watch_claims(Api::all(client.clone()), trigger.clone(), engine.clone()),
+        claims: watch_claims(
+            Api::all(client.clone()),
+            trigger.clone(),
+            engine.clone(),
+            metrics.clock.clone(),
+        ),
         classes: watch(
             Api::all(client.clone()),
             trigger.clone(),

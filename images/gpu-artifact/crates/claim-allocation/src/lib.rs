@@ -9,10 +9,12 @@
 //! allocated claim of our driver is audited against the safety invariants, whoever allocated it
 //! ([`metrics`], Events); a device held twice is repaired ([`double_allocation`]); a claim that
 //! fits nowhere is told why, node by node ([`pending_reason`]); a claim that gives its devices
-//! back gets a `Released` Event ([`releases`]).
+//! back gets a `Released` Event ([`releases`]). GPU time per class and namespace is read from the
+//! claim watch itself, on every replica ([`allocation_clock`]).
 //!
 //! It never touches nodes, and it is never needed for safety: the published counters are.
 
+pub mod allocation_clock;
 pub mod claim_store;
 pub mod claim_writes;
 pub mod controller;

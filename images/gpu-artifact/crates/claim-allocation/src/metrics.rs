@@ -1,5 +1,6 @@
 //! The controller's metrics: what is allocated (by class, device type and node, whoever allocated
-//! it), how long our allocations took, and every broken invariant.
+//! it), how long our allocations took, every broken invariant, and GPU time by class and namespace
+//! (`allocation_clock`).
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::allocation_clock::AllocationClock;
 use crate::stored_claims::AllocatedClaim;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
@@ -32,6 +34,8 @@ pub struct Metrics {
     pub panics: Counter,
     /// Claims deallocated because a device they held was also held by another claim.
     pub repairs: Counter,
+    /// GPU time by class and namespace, fed by the claim watch (see `allocation_clock`).
+    pub clock: AllocationClock,
 }
 
 impl Metrics {
@@ -43,6 +47,7 @@ impl Metrics {
             ignored_slices: Gauge::default(),
             panics: Counter::default(),
             repairs: Counter::default(),
+            clock: AllocationClock::register(registry),
         };
         registry.register(
             "gpu_dra_claim_allocations",

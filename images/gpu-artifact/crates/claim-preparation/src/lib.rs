@@ -29,7 +29,7 @@ mod resolve;
 
 pub use failure::FailureReason;
 pub use holdings::card_holdings;
-pub use metrics::ClaimMetrics;
+pub use metrics::{ClaimMetrics, NodePods};
 pub use node_claims::{NodeClaims, NodeClaimsLinks};
 pub use node_side::{
     CHECKPOINT_CORRUPT, DCGM_PAUSED_FOR_MIG, DCGM_PAUSED_LABEL, FOREIGN_MIG_INSTANCES, MIG_MODE_CHANGE_PENDING,

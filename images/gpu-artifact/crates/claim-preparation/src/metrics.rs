@@ -1,15 +1,23 @@
 //! The handler's claim metrics: every prepare and unprepare the kubelet asked for, by outcome and
-//! duration, and what the checkpoint holds afterwards: how many claims are prepared and, per
-//! prepared device, the card it is on, so a dashboard can join dcgm-exporter's series (`UUID`,
-//! `GPU_I_ID` for a MIG instance) to the claim that holds the card.
+//! duration; prepare failures by the kind of device (`gpu_dra_prepare_failures_total{reason,
+//! deviceType,vendor}`); and what the checkpoint holds afterwards: how many claims are prepared and,
+//! per prepared device, the card it is on, so a dashboard can join dcgm-exporter's series (`UUID`,
+//! `GPU_I_ID` for a MIG instance) to the claim that holds the card and to the Pods and containers
+//! that use it ([`pod_devices`]).
 //!
-//! Labels are bounded: an operation's `reason` is a [`FailureReason`]; claim names appear only in
-//! `gpu_handler_prepared_device_info`, one series per prepared device, gone with the claim.
+//! Labels are bounded: an operation's `reason` is a [`FailureReason`]; claim and Pod names appear
+//! only in `gpu_handler_prepared_device_info` and `gpu_handler_pod_device_info`, one series per
+//! prepared device (and container using it), gone with the claim.
+
+mod pod_devices;
+
+pub use pod_devices::NodePods;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use dra_offers::OfferedDevice;
+use dra_offers::DeviceCatalog;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use node_prepare::{CheckpointClaim, CheckpointDevice, ClaimState};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -19,6 +27,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::failure::FailureReason;
+use pod_devices::{PodDeviceCollector, PreparedDevice, pod_devices};
 
 /// Which kubelet call a claim operation answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +71,18 @@ struct PreparedDeviceLabels {
     UUID: String,
     /// The MIG device's GPU instance id; empty for a whole card.
     GPU_I_ID: String,
+    /// The MIG device's own UUID; empty for a whole card.
+    MIG_UUID: String,
+}
+
+/// What kind of device a prepare failed for: `deviceType` and `vendor` as the device's attributes
+/// say (`unknown` when the claim could not be read or names no device this node offers).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+#[allow(non_snake_case)]
+pub(crate) struct FailureLabels {
+    pub reason: &'static str,
+    pub deviceType: String,
+    pub vendor: String,
 }
 
 type DurationFamily = Family<DurationLabels, Histogram, fn() -> Histogram>;
@@ -80,10 +101,14 @@ pub struct ClaimMetrics {
     checkpoint_corrupt: Gauge,
     mps_daemon_restarts: Counter,
     foreign_mig_instances: Gauge,
+    prepare_failures: Family<FailureLabels, Counter>,
+    pod_devices: PodDeviceCollector,
 }
 
 impl ClaimMetrics {
-    pub fn register(registry: &mut Registry) -> Self {
+    /// Registers the metrics; the returned [`NodePods`] keeps the Pod cache the per-Pod series read.
+    pub fn register(registry: &mut Registry) -> (Self, NodePods) {
+        let (pod_devices, node_pods) = pod_devices();
         let metrics = Self {
             operations: Family::default(),
             durations: Family::new_with_constructor(duration_histogram),
@@ -92,6 +117,8 @@ impl ClaimMetrics {
             checkpoint_corrupt: Gauge::default(),
             mps_daemon_restarts: Counter::default(),
             foreign_mig_instances: Gauge::default(),
+            prepare_failures: Family::default(),
+            pod_devices,
         };
         registry.register(
             "gpu_handler_claim_operations",
@@ -128,7 +155,25 @@ impl ClaimMetrics {
             "MIG instances on the node's cards that no prepared claim records, kept (an admin's, or a lost checkpoint's) at the last start",
             metrics.foreign_mig_instances.clone(),
         );
-        metrics
+        registry.register(
+            "gpu_dra_prepare_failures",
+            "Failed claim prepares by reason and by the deviceType and vendor of each kind of device the claim holds on the node",
+            metrics.prepare_failures.clone(),
+        );
+        registry.register_collector(Box::new(metrics.pod_devices.clone()));
+        (metrics, node_pods)
+    }
+
+    /// Counts one failed prepare of `reason` for each (deviceType, vendor) of the claim's devices.
+    pub(crate) fn count_prepare_failure(&self, reason: FailureReason, kinds: &[(String, String)]) {
+        for (device_type, vendor) in kinds {
+            let labels = FailureLabels {
+                reason: reason.as_str(),
+                deviceType: device_type.clone(),
+                vendor: vendor.clone(),
+            };
+            self.prepare_failures.get_or_create(&labels).inc();
+        }
     }
 
     /// Whether the last checkpoint read failed verification.
@@ -168,37 +213,70 @@ impl ClaimMetrics {
             .collect();
         self.prepared_claims.set(completed.len() as i64);
         self.prepared_devices.clear();
+        let mut prepared = Vec::new();
         for claim in completed {
             for device in &claim.devices {
-                self.prepared_devices
-                    .get_or_create(&device_labels(claim, device))
-                    .set(1);
+                let labels = device_labels(claim, device);
+                self.prepared_devices.get_or_create(&labels).set(1);
+                prepared.push(PreparedDevice {
+                    namespace: labels.claim_namespace,
+                    claim: labels.claim,
+                    request: device.request.clone(),
+                    device: labels.device,
+                    physicalgpu: labels.physicalgpu,
+                    uuid: labels.UUID,
+                    gpu_instance_id: labels.GPU_I_ID,
+                    mig_uuid: labels.MIG_UUID,
+                });
             }
+        }
+        if let Ok(mut shown) = self.pod_devices.prepared.lock() {
+            *shown = prepared;
         }
     }
 }
 
+/// The (deviceType, vendor) of each kind of device `claim` holds of `driver` in `pool`, as the
+/// node's `catalog` describes them; `unknown` for a device it does not offer, and one `unknown`
+/// pair when the claim was not read or holds nothing here.
+pub(crate) fn device_kinds(
+    claim: Option<&ResourceClaim>,
+    driver: &str,
+    pool: &str,
+    catalog: &DeviceCatalog,
+) -> Vec<(String, String)> {
+    let unknown = || ("unknown".to_owned(), "unknown".to_owned());
+    let results = claim
+        .and_then(|c| c.status.as_ref()?.allocation.as_ref()?.devices.as_ref())
+        .and_then(|d| d.results.as_ref());
+    let mut kinds: Vec<(String, String)> = results
+        .into_iter()
+        .flatten()
+        .filter(|r| r.driver == driver && r.pool == pool)
+        .map(|r| {
+            catalog
+                .get(&r.device)
+                .map_or_else(unknown, |d| (d.device_type().to_owned(), d.vendor().to_owned()))
+        })
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    if kinds.is_empty() {
+        kinds.push(unknown());
+    }
+    kinds
+}
+
 fn device_labels(claim: &CheckpointClaim, device: &CheckpointDevice) -> PreparedDeviceLabels {
-    let (uuid, physical_gpu) = match &device.target {
-        OfferedDevice::Physical { uuid, physical_gpu, .. }
-        | OfferedDevice::SharedPhysical { uuid, physical_gpu, .. } => (uuid, physical_gpu),
-        OfferedDevice::Mig {
-            parent_uuid,
-            physical_gpu,
-            ..
-        } => (parent_uuid, physical_gpu),
-    };
+    let instance = device.mig_instance.as_ref();
     PreparedDeviceLabels {
         claim_namespace: claim.namespace.clone(),
         claim: claim.name.clone(),
         device: device.device.clone(),
-        physicalgpu: physical_gpu.clone(),
-        UUID: uuid.clone(),
-        GPU_I_ID: device
-            .mig_instance
-            .as_ref()
-            .map(|instance| instance.gpu_instance_id.to_string())
-            .unwrap_or_default(),
+        physicalgpu: device.target.physical_gpu().to_owned(),
+        UUID: device.target.card_uuid().to_owned(),
+        GPU_I_ID: instance.map(|i| i.gpu_instance_id.to_string()).unwrap_or_default(),
+        MIG_UUID: instance.map(|i| i.uuid.clone()).unwrap_or_default(),
     }
 }
 

@@ -19,7 +19,7 @@ use tokio::sync::{Mutex, Notify, OnceCell, watch};
 use crate::events::{reserved_pods, warn_everywhere};
 use crate::failure::{ClaimFailure, FailureReason};
 use crate::metadata;
-use crate::metrics::{ClaimMetrics, ClaimOperation};
+use crate::metrics::{ClaimMetrics, ClaimOperation, device_kinds};
 use crate::node_side::{MIG_MODE_CHANGE_PENDING, NodeSide};
 use crate::pods;
 use crate::resolve::resolve_devices;
@@ -205,14 +205,19 @@ impl NodeClaims {
 
     async fn read_and_prepare(&self, claim: &ClaimRef) -> Result<Vec<PreparedDevice>, ClaimFailure> {
         let claims = Api::<ResourceClaim>::namespaced(self.client.clone(), &claim.namespace);
-        let stored = claims.get(&claim.name).await.map_err(|error| {
-            ClaimFailure::new(
-                FailureReason::ClaimNotRead,
-                format!("claim {}/{}: reading it failed: {error}", claim.namespace, claim.name),
-            )
-        })?;
+        let stored = match claims.get(&claim.name).await {
+            Ok(stored) => stored,
+            Err(error) => {
+                self.count_prepare_failure(FailureReason::ClaimNotRead, None);
+                return Err(ClaimFailure::new(
+                    FailureReason::ClaimNotRead,
+                    format!("claim {}/{}: reading it failed: {error}", claim.namespace, claim.name),
+                ));
+            }
+        };
         let result = self.prepare_claim(claim, &stored).await;
         if let Err(failure) = &result {
+            self.count_prepare_failure(failure.reason, Some(&stored));
             tracing::warn!(claim = %claim, error = %failure.message, reason = failure.reason.as_str(), "prepare failed");
             let pods = reserved_pods(&stored);
             warn_everywhere(
@@ -255,6 +260,12 @@ impl NodeClaims {
             .await;
         }
         result
+    }
+
+    /// Counts a failed prepare by the kinds of device `stored` holds on this node.
+    fn count_prepare_failure(&self, reason: FailureReason, stored: Option<&ResourceClaim>) {
+        let kinds = device_kinds(stored, &self.driver, &self.pool, &self.links.catalog.borrow());
+        self.metrics.count_prepare_failure(reason, &kinds);
     }
 
     fn record<T>(

@@ -13,7 +13,15 @@ pub async fn keep_cache<K>(api: Api<K>, writer: Writer<K>, shutdown: Shutdown, w
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
-    let watch = watcher(api, watcher::Config::default())
+    keep_cache_of(api, watcher::Config::default(), writer, shutdown, what).await;
+}
+
+/// [`keep_cache`] of what `config` selects (a label or field selector).
+pub async fn keep_cache_of<K>(api: Api<K>, config: watcher::Config, writer: Writer<K>, shutdown: Shutdown, what: &str)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let watch = watcher(api, config)
         .backoff(crate::WatchBackoff::default())
         .reflect(writer)
         .for_each(|event| {

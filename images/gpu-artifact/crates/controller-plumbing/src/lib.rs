@@ -12,7 +12,7 @@ mod leader;
 mod watch_backoff;
 
 pub use backoff::{Backoff, retry_until_ok};
-pub use cache::keep_cache;
+pub use cache::{keep_cache, keep_cache_of};
 pub use events::EventPublisher;
 pub use leader::{LeaderElection, LeaseName, while_leading};
 pub use watch_backoff::WatchBackoff;

@@ -10,16 +10,15 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceConstraint, ResourceClaim};
 
 use crate::allocator::Allocator;
-use crate::best_fit::{FitScore, score};
-use crate::constraint::Constraint;
+use crate::best_fit::FitScore;
 use crate::memo::{Outcome, ShapeMemo};
 use crate::request::{Request, claim_name, requests_of};
 use crate::scope::Scope;
-use crate::search::{Pick, Search};
+use crate::search::{BudgetExceeded, Pick};
 use crate::{AllocationError, result};
 
 /// Steps of the search before a claim is declared unsatisfiable.
-const SEARCH_BUDGET: u64 = 200_000;
+pub(crate) const SEARCH_BUDGET: u64 = 200_000;
 
 fn constraints_of(claim: &ResourceClaim) -> &[DeviceConstraint] {
     claim
@@ -227,24 +226,18 @@ impl Allocator {
             }
             candidates.push(per_alternative);
         }
-        let mut search = Search::new(
-            &self.inventory,
-            &mut self.usage,
-            requests,
-            &candidates,
-            Constraint::from_claim(constraints),
-            SEARCH_BUDGET,
-        );
-        let outcome = match search.run() {
-            Ok(true) => {
-                let fit = score(&self.inventory, search.picks.iter().map(|p| p.device));
-                Outcome::Found(search.picks.clone(), fit)
-            }
-            Ok(false) => Outcome::NotFound(Arc::from(explain(requests, &candidates))),
-            Err(_) => Outcome::NotFound(Arc::from(format!("gave up after {SEARCH_BUDGET} search steps"))),
+        // On a node, a request of several devices tries its closest groups first (see `topology`).
+        let outcome = match self.search_grouped(requests, &candidates, constraints, scope) {
+            Some(found) => found,
+            None => match self.search_once(requests, &candidates, constraints, SEARCH_BUDGET) {
+                Ok(Some(found)) => found,
+                Ok(None) => Outcome::NotFound(Arc::from(explain(requests, &candidates))),
+                Err(BudgetExceeded) => {
+                    Outcome::NotFound(Arc::from(format!("gave up after {SEARCH_BUDGET} search steps")))
+                }
+            },
         };
-        search.release_all();
-        Ok(outcome)
+        Ok(self.mark_opening(outcome, requests, scope))
     }
 
     /// Whether a scope reaches devices of an incomplete pool: `All` cannot be served there.

@@ -3,7 +3,9 @@
 //! scheduler's structured allocator (CEL selectors, counters in the 1.34 and 1.35+ slice layouts,
 //! consumable capacity with request policies and `shareID`, `ExactCount`/`All`,
 //! `firstAvailable`, `matchAttribute`/`distinctAttribute`, admin access, taints, node selection),
-//! plus the module's safety invariants and best fit instead of the first solution.
+//! plus the module's safety invariants and best fit instead of the first solution: fewest memory
+//! slices, least memory, and a request of several devices as close together as the node allows
+//! (one NVLink domain, PCIe root, NUMA node: `topology`).
 //!
 //! It follows the cluster incrementally: slices, classes and allocated claims are applied and
 //! removed one by one as a watch reports them, and each change costs in proportion to what it
@@ -35,6 +37,7 @@ mod device;
 mod error;
 mod explain;
 mod fast_hash;
+mod grouped_search;
 mod holdings;
 mod intern;
 mod inventory;
@@ -49,6 +52,7 @@ mod search;
 mod slice_record;
 mod state;
 mod taints;
+mod topology;
 mod usage;
 
 pub use allocator::{Allocator, claim_id};

@@ -2,10 +2,14 @@
 //! (dcgm-exporter's DRA mapping, KubeVirt) read. Names are qualified: ours with
 //! `gpu.deckhouse.io/`, the standard PCI one with `resource.kubernetes.io/`.
 //!
-//! The standard `resource.kubernetes.io/pciBusID` (the card's address) and
+//! The standard `resource.kubernetes.io/pciBusID` (the card's address),
 //! `resource.kubernetes.io/pcieRoot` (its root complex, `pci<domain>:<bus>`, which the node agent
-//! reads from the card's sysfs path) are on every offer of the card: KubeVirt finds a passed-through
-//! card by the first, topology-aware consumers compare the second.
+//! reads from the card's sysfs path) and `resource.kubernetes.io/numaNode` (an int, the card's sysfs
+//! `numa_node`; KEP-6072, `StandardDeviceAttributeNUMANode` of
+//! `k8s.io/dynamic-resource-allocation/deviceattribute` v0.37, which also says a card without NUMA
+//! affinity, `-1`, must not publish it) are on every offer of the card: KubeVirt finds a
+//! passed-through card by the first, topology-aware consumers (our best fit, `matchAttribute`
+//! constraints) compare the others.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +21,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::card::CardOffering;
+use crate::catalog::{DEVICE_TYPE_MIG, DEVICE_TYPE_PHYSICAL, VENDOR_NVIDIA};
 use crate::names::ATTRIBUTE_DOMAIN;
 
 /// An attribute's string and version values are at most 64 characters (API validation).
@@ -32,7 +37,7 @@ pub const SHARE_PERCENT: &str = "sharePercent";
 /// Attributes of the whole card offered with `sharing` (`Exclusive` for the plain offer). The
 /// `sharing` attribute is on every offer, so a class selecting on it never meets a device without it.
 pub fn physical_attributes(card: &CardOffering, sharing: SharingStrategy) -> Attributes {
-    let mut attributes = common_attributes(card, "Physical", "gpu");
+    let mut attributes = common_attributes(card, DEVICE_TYPE_PHYSICAL, "gpu");
     put_string(&mut attributes, "uuid", &card.inventory.uuid);
     put_string(&mut attributes, "sharing", sharing.as_str());
     attributes
@@ -40,7 +45,7 @@ pub fn physical_attributes(card: &CardOffering, sharing: SharingStrategy) -> Att
 
 /// Attributes of one MIG placement of the card.
 pub fn mig_attributes(card: &CardOffering, profile: &MigProfile) -> Attributes {
-    let mut attributes = common_attributes(card, "MIG", "mig");
+    let mut attributes = common_attributes(card, DEVICE_TYPE_MIG, "mig");
     put_string(&mut attributes, "migProfile", &profile.name);
     put_string(&mut attributes, "profile", &profile.name);
     put_string(&mut attributes, "parentUUID", &card.inventory.uuid);
@@ -102,13 +107,16 @@ pub fn mig_capacity(profile: &MigProfile) -> Capacities {
 fn common_attributes(card: &CardOffering, device_type: &str, dcgm_type: &str) -> Attributes {
     let inventory = &card.inventory;
     let mut attributes = Attributes::new();
-    put_string(&mut attributes, "vendor", "nvidia");
+    put_string(&mut attributes, "vendor", VENDOR_NVIDIA);
     put_string(&mut attributes, "deviceType", device_type);
     put_string(&mut attributes, "type", dcgm_type);
     put_string(&mut attributes, "device", &card.device_label);
     put_string(&mut attributes, "pciAddress", &inventory.pci_address.to_string());
     put_string(&mut attributes, "productName", &inventory.product_name);
     put_string(&mut attributes, "physicalGPU", &card.physical_gpu);
+    if let Some(domain) = &card.nvlink_domain {
+        put_string(&mut attributes, "nvlinkDomain", domain);
+    }
     if let Some(architecture) = &inventory.architecture {
         put_string(&mut attributes, "architecture", architecture);
     }
@@ -142,6 +150,9 @@ fn common_attributes(card: &CardOffering, device_type: &str, dcgm_type: &str) ->
     );
     if let Some(root) = &card.pcie_root {
         attributes.insert("resource.kubernetes.io/pcieRoot".to_owned(), string(root));
+    }
+    if let Some(node) = card.numa_node.filter(|node| *node >= 0) {
+        attributes.insert("resource.kubernetes.io/numaNode".to_owned(), int(node));
     }
     attributes
 }

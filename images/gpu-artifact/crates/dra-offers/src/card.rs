@@ -27,6 +27,12 @@ pub struct CardOffering {
     pub taints: Vec<DeviceTaint>,
     /// From `status.pciInfo.pcieRoot`: the PCIe root complex, `pci<domain>:<bus>`.
     pub pcie_root: Option<String>,
+    /// From `status.pciInfo.numaNode` (sysfs `numa_node`): the NUMA node the card is attached to;
+    /// `None` when the platform gives it no affinity.
+    pub numa_node: Option<i64>,
+    /// The card's NVLink domain (see [`crate::nvlink_domains`]); `None` when NVLink joins it to no
+    /// other card.
+    pub nvlink_domain: Option<String>,
 }
 
 impl CardOffering {

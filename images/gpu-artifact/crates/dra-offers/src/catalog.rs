@@ -41,12 +41,57 @@ pub enum OfferedDevice {
     },
 }
 
+/// The `deviceType` attribute of whole-card offers, shared or not.
+pub const DEVICE_TYPE_PHYSICAL: &str = "Physical";
+/// The `deviceType` attribute of MIG placements.
+pub const DEVICE_TYPE_MIG: &str = "MIG";
+/// The `vendor` attribute of every offer: only the NVIDIA backend makes offers today.
+pub const VENDOR_NVIDIA: &str = "nvidia";
+
 impl OfferedDevice {
     pub fn pci_address(&self) -> &PciAddress {
         match self {
             OfferedDevice::Physical { pci_address, .. }
             | OfferedDevice::SharedPhysical { pci_address, .. }
             | OfferedDevice::Mig { pci_address, .. } => pci_address,
+        }
+    }
+
+    /// Its `deviceType` attribute.
+    pub fn device_type(&self) -> &'static str {
+        match self {
+            OfferedDevice::Physical { .. } | OfferedDevice::SharedPhysical { .. } => DEVICE_TYPE_PHYSICAL,
+            OfferedDevice::Mig { .. } => DEVICE_TYPE_MIG,
+        }
+    }
+
+    /// Its `vendor` attribute.
+    pub fn vendor(&self) -> &'static str {
+        VENDOR_NVIDIA
+    }
+
+    /// The PhysicalGPU of its card.
+    pub fn physical_gpu(&self) -> &str {
+        match self {
+            OfferedDevice::Physical { physical_gpu, .. }
+            | OfferedDevice::SharedPhysical { physical_gpu, .. }
+            | OfferedDevice::Mig { physical_gpu, .. } => physical_gpu,
+        }
+    }
+
+    /// The vendor UUID of its card (a MIG placement's parent).
+    pub fn card_uuid(&self) -> &str {
+        match self {
+            OfferedDevice::Physical { uuid, .. } | OfferedDevice::SharedPhysical { uuid, .. } => uuid,
+            OfferedDevice::Mig { parent_uuid, .. } => parent_uuid,
+        }
+    }
+
+    /// Its `profile` attribute: the MIG profile's name; empty for a whole card.
+    pub fn profile(&self) -> &str {
+        match self {
+            OfferedDevice::Physical { .. } | OfferedDevice::SharedPhysical { .. } => "",
+            OfferedDevice::Mig { profile_name, .. } => profile_name,
         }
     }
 }

@@ -96,6 +96,7 @@ mod tests {
             runtime_version: None,
             power_limits: None,
             mig,
+            nvlink_remotes: Vec::new(),
         }
     }
 

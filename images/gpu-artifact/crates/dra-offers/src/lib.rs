@@ -13,6 +13,8 @@
 //! An unhealthy card's offers carry its health taints (a MIG placement inherits its card's);
 //! when the server drops taints, a card whose taints keep claims off is withheld instead.
 //!
+//! Cards joined by NVLink share a `gpu.deckhouse.io/nvlinkDomain` ([`nvlink_domains`]).
+//!
 //! This crate must never do I/O: it takes plain data and returns plain data, so every decision
 //! about what is published is testable without a cluster.
 
@@ -24,6 +26,7 @@ mod holdings;
 mod layout;
 mod limits;
 mod names;
+mod nvlink;
 mod offers;
 mod readback;
 
@@ -32,7 +35,7 @@ pub use card::{
     ALLOW_MIG_LABEL, ALLOW_MPS_LABEL, ALLOW_TIMESLICING_LABEL, CardOffering, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE,
     EFFECT_NONE, OfferPolicy,
 };
-pub use catalog::{DeviceCatalog, OfferedDevice};
+pub use catalog::{DEVICE_TYPE_MIG, DEVICE_TYPE_PHYSICAL, DeviceCatalog, OfferedDevice, VENDOR_NVIDIA};
 pub use counters::{CounterValues, card_counters, fit_together, mig_consumption};
 pub use holdings::{CardHolding, CardHoldings, withheld};
 pub use layout::{Layout, PoolTarget, Publication, PublicationError, build_publication, build_publication_holding};
@@ -41,4 +44,5 @@ pub use names::{
     ATTRIBUTE_DOMAIN, counter_set_name, is_dns_label, is_dns_subdomain, mig_device_name, physical_device_name,
     pool_name, profile_label, shared_device_name, slice_name,
 };
+pub use nvlink::nvlink_domains;
 pub use readback::{counters_dropped, sharing_dropped, taints_dropped};

@@ -158,6 +158,7 @@ fn attributes_name_the_card_for_selectors_dcgm_and_kubevirt() {
             "gpu.deckhouse.io/type",
             "gpu.deckhouse.io/uuid",
             "gpu.deckhouse.io/vendor",
+            "resource.kubernetes.io/numaNode",
             "resource.kubernetes.io/pciBusID",
             "resource.kubernetes.io/pcieRoot",
         ]
@@ -177,6 +178,7 @@ fn attributes_name_the_card_for_selectors_dcgm_and_kubevirt() {
         string("gpu0", "resource.kubernetes.io/pcieRoot").as_deref(),
         Some("pci0000:00")
     );
+    assert_eq!(physical["resource.kubernetes.io/numaNode"].int, Some(0));
     assert_eq!(physical["gpu.deckhouse.io/ccMajor"].int, Some(8));
     assert_eq!(physical["gpu.deckhouse.io/baremetal"].bool, Some(true));
     // The mock's driver is 580.76.05; semver has no leading zeros.
@@ -220,4 +222,36 @@ fn device_attributes(
     name: &str,
 ) -> std::collections::BTreeMap<String, k8s_openapi::api::resource::v1::DeviceAttribute> {
     device(publication, name).attributes.clone().expect("attributes")
+}
+
+#[test]
+fn cards_joined_by_nvlink_carry_their_domain_and_every_card_its_numa_node() {
+    // HGX H100: every card reaches the four NVSwitches, so all eight share one domain, named by
+    // the lowest switch address; the mock cards sit on two NUMA nodes of four.
+    let publication = publish(
+        &cards("h100-sxm5-80gb-x8.yaml", "h100-sxm5-80gb"),
+        ALL,
+        Layout::Combined,
+    );
+    for card in 0..8 {
+        for name in [format!("gpu{card}"), format!("gpu{card}-mig-1g10gb-0")] {
+            let attributes = device_attributes(&publication, &name);
+            assert_eq!(
+                attributes["gpu.deckhouse.io/nvlinkDomain"].string.as_deref(),
+                Some("0000:05:00.0"),
+                "{name}"
+            );
+            assert_eq!(
+                attributes["resource.kubernetes.io/numaNode"].int,
+                Some(card / 4),
+                "{name}"
+            );
+        }
+    }
+    // An A30 without a bridge is in no domain.
+    let attributes = device_attributes(&a30(), "gpu0");
+    assert!(
+        !attributes.contains_key("gpu.deckhouse.io/nvlinkDomain"),
+        "{attributes:?}"
+    );
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use component_base::Shutdown;
 use controller_plumbing::keep_cache;
-use gpu_api::{PhysicalGPU, labels};
+use gpu_api::{PhysicalGPU, Vendor, labels};
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::{Api, Client, ResourceExt};
 use prometheus_client::collector::Collector;
@@ -28,6 +28,8 @@ pub const CONDITION_METRIC: &str = "gpu_physicalgpu_condition";
 struct InfoLabels {
     physicalgpu: String,
     node: String,
+    /// `nvidia`, `amd` or `intel`: the `gpu.deckhouse.io/vendor` label the node agent sets.
+    vendor: String,
     model: String,
     pci_address: String,
     /// Empty until the handler has read the card (DriverReady=True).
@@ -82,7 +84,7 @@ impl Collector for InventoryCollector {
         }
         info.encode(encoder.encode_descriptor(
             INFO_METRIC,
-            "1 for every PhysicalGPU, with its node, model (the gpu.deckhouse.io/device label), PCI address and UUID",
+            "1 for every PhysicalGPU, with its node, vendor, model (the gpu.deckhouse.io/device label), PCI address and UUID",
             None,
             info.metric_type(),
         )?)?;
@@ -93,6 +95,22 @@ impl Collector for InventoryCollector {
             conditions.metric_type(),
         )?)
     }
+}
+
+/// The card's vendor as its `gpu.deckhouse.io/vendor` label says, else as the handler read it
+/// (`status.capabilities.vendor`), else `unknown`.
+fn vendor_of(gpu: &PhysicalGPU) -> String {
+    if let Some(vendor) = gpu.labels().get(labels::VENDOR) {
+        return vendor.clone();
+    }
+    let read = gpu.status.as_ref().and_then(|s| s.capabilities.as_ref()?.vendor);
+    match read {
+        Some(Vendor::Nvidia) => "nvidia",
+        Some(Vendor::Amd) => "amd",
+        Some(Vendor::Intel) => "intel",
+        None => "unknown",
+    }
+    .to_owned()
 }
 
 /// The info series and the condition series of one PhysicalGPU.
@@ -113,6 +131,7 @@ fn series(gpu: &Arc<PhysicalGPU>) -> (InfoLabels, Vec<ConditionLabels>) {
     let info = InfoLabels {
         physicalgpu: gpu.name_any(),
         node: node.clone(),
+        vendor: vendor_of(gpu),
         model: model.clone(),
         pci_address: status
             .and_then(|s| s.pci_info.as_ref())

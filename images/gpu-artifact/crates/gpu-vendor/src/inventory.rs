@@ -31,6 +31,10 @@ pub struct GpuInventory {
     pub power_limits: Option<PowerLimits>,
     /// `None` when the card cannot be partitioned at all.
     pub mig: Option<MigCapabilities>,
+    /// Where the card's active NVLinks lead (other cards, NVSwitches), by PCI address, each once;
+    /// empty for a card without NVLink or without an active link.
+    #[serde(default)]
+    pub nvlink_remotes: Vec<PciAddress>,
 }
 
 /// A compute capability such as `8.0`.

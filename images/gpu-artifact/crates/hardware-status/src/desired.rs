@@ -134,6 +134,7 @@ mod tests {
             runtime_version: Some("13.0".into()),
             power_limits: None,
             mig: None,
+            nvlink_remotes: Vec::new(),
         };
         BTreeMap::from([(card.pci_address, Ok(card))])
     }

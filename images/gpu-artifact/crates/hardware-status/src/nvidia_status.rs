@@ -107,6 +107,7 @@ mod tests {
                     placements: vec![MigPlacement { start: 0, size: 4 }],
                 }],
             }),
+            nvlink_remotes: Vec::new(),
         }
     }
 

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use dra_offers::{CardOffering, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, EFFECT_NONE};
+use dra_offers::{CardOffering, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, EFFECT_NONE, nvlink_domains};
 use gpu_api::{PhysicalGPU, labels};
 use gpu_health::{CardHealth, HealthPolicy, Severity};
 use gpu_vendor::{GpuInventory, PciAddress};
@@ -30,6 +30,8 @@ pub fn offerable_cards<'a>(
     health: &BTreeMap<PciAddress, CardHealth>,
     policy: &HealthPolicy,
 ) -> Vec<CardOffering> {
+    // Over every card NVML describes, offered or not: a domain's name does not depend on which.
+    let domains = nvlink_domains(&inventories.values().collect::<Vec<_>>());
     let mut cards: Vec<CardOffering> = gpus
         .into_iter()
         .filter(|gpu| driver_ready(gpu) && on_nvidia_driver(gpu))
@@ -45,11 +47,9 @@ pub fn offerable_cards<'a>(
                     .as_ref()
                     .and_then(|s| s.node_info.as_ref())
                     .and_then(|n| n.bare_metal),
-                pcie_root: gpu
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.pci_info.as_ref())
-                    .and_then(|p| p.pcie_root.clone()),
+                pcie_root: pci_info(gpu).and_then(|p| p.pcie_root.clone()),
+                numa_node: pci_info(gpu).and_then(|p| p.numa_node),
+                nvlink_domain: domains.get(&address).cloned(),
                 inventory,
                 taints: health.get(&address).map(|h| taints(h, policy)).unwrap_or_default(),
             })
@@ -76,6 +76,11 @@ fn taints(health: &CardHealth, policy: &HealthPolicy) -> Vec<DeviceTaint> {
             time_added: k8s_openapi::jiff::Timestamp::from_second(taint.since).ok().map(Time),
         })
         .collect()
+}
+
+/// The card's PCI facts the node agent recorded (`status.pciInfo`).
+fn pci_info(gpu: &PhysicalGPU) -> Option<&gpu_api::PciInfo> {
+    gpu.status.as_ref()?.pci_info.as_ref()
 }
 
 /// The `<index>` of a PhysicalGPU name `<node>-<index>-<vendor>-<device>` (node names may contain
@@ -110,6 +115,7 @@ mod tests {
             runtime_version: None,
             power_limits: None,
             mig: None,
+            nvlink_remotes: Vec::new(),
         }
     }
 
@@ -129,17 +135,25 @@ mod tests {
     #[test]
     fn ready_cards_the_handler_can_describe_are_offered_unhealthy_ones_tainted() {
         let addresses = ["0000:01:00.0", "0000:02:00.0", "0000:03:00.0", "0000:04:00.0"];
+        let mut placed = gpu("w-0-10de-20b7", addresses[1], "True");
+        let pci = placed.status.as_mut().unwrap().pci_info.as_mut().unwrap();
+        (pci.pcie_root, pci.numa_node) = (Some("pci0000:00".into()), Some(1));
         let gpus = [
             gpu("w-1-10de-20b7", addresses[0], "True"),
-            gpu("w-0-10de-20b7", addresses[1], "True"),
+            placed,
             gpu("w-2-10de-20b7", addresses[2], "False"),
             gpu("w-3-10de-20b7", addresses[3], "True"),
         ];
         // The fourth card could not be described: no inventory.
-        let inventories: BTreeMap<PciAddress, GpuInventory> = addresses[..3]
+        let mut inventories: BTreeMap<PciAddress, GpuInventory> = addresses[..3]
             .iter()
             .map(|a| (a.parse().unwrap(), inventory(a)))
             .collect();
+        // The first two cards share an NVSwitch; the third, not offered, too.
+        for address in &addresses[..3] {
+            let card = inventories.get_mut(&address.parse().unwrap()).unwrap();
+            card.nvlink_remotes = vec!["0000:05:00.0".parse().unwrap()];
+        }
         let policy = HealthPolicy::default();
         let noted = HealthReading {
             remapped_rows: Some(RemappedRows {
@@ -162,6 +176,17 @@ mod tests {
         assert_eq!(
             (offered[0].device_label.as_str(), offered[0].bare_metal),
             ("a30-pcie", Some(true))
+        );
+        assert_eq!(
+            (offered[0].pcie_root.as_deref(), offered[0].numa_node),
+            (Some("pci0000:00"), Some(1)),
+            "where the node agent found the card"
+        );
+        assert_eq!((offered[1].pcie_root.as_deref(), offered[1].numa_node), (None, None));
+        assert_eq!(
+            offered.iter().map(|c| c.nvlink_domain.as_deref()).collect::<Vec<_>>(),
+            [Some("0000:01:00.0"), Some("0000:01:00.0")],
+            "named by the lowest address of the domain, here a card"
         );
         assert!(offered[0].taints.is_empty(), "a healthy card carries no taint");
         let taints: Vec<(&str, Option<&str>, &str)> = offered[1]

@@ -1,4 +1,4 @@
-//! Identity, versions, memory, power and processes of a card, read through
+//! Identity, versions, memory, power, NVLink reach and processes of a card, read through
 //! nvml-wrapper.
 
 use gpu_vendor::{ComputeCapability, GpuInventory, GpuProcess, MigCapabilities, PciAddress, PowerLimits, VendorError};
@@ -87,6 +87,7 @@ pub fn read(nvml: &Nvml, device: &Device<'_>, pci_address: &PciAddress) -> Resul
     )?
     .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
     let power_limits = power_limits(device, pci_address)?;
+    let nvlink_remotes = crate::nvlink::remotes(device, pci_address)?;
     let mig = match mig_profiles::mode(device, pci_address)? {
         None => None,
         Some(mode) => {
@@ -115,6 +116,7 @@ pub fn read(nvml: &Nvml, device: &Device<'_>, pci_address: &PciAddress) -> Resul
         runtime_version,
         power_limits,
         mig,
+        nvlink_remotes,
     })
 }
 

@@ -27,6 +27,7 @@ mod health_reading;
 mod inventory;
 mod mig_instances;
 mod mig_profiles;
+mod nvlink;
 mod profile_name;
 mod raw;
 

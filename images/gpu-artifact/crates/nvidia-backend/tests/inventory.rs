@@ -202,3 +202,38 @@ fn a_card_that_booted_with_mig_on_reports_it() {
     assert_eq!(on.current, MigState::Enabled);
     assert!(backend.mig_instances(&node.pci(1)).unwrap().is_empty());
 }
+
+#[test]
+fn nvlink_reach_is_read_from_the_active_links() {
+    // HGX H100: every card's 18 links reach the four NVSwitches.
+    let node = MockNode::from_fixture("h100-sxm5-80gb-x8.yaml");
+    let backend = node.backend();
+    let switches: Vec<gpu_vendor::PciAddress> = ["0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    for i in 0..8 {
+        assert_eq!(
+            backend.inventory(&node.pci(i)).unwrap().nvlink_remotes,
+            switches,
+            "card {i}"
+        );
+    }
+    // PCIe cards without a bridge: links exist but none is active.
+    for fixture in SINGLE_CARD_FIXTURES {
+        let node = MockNode::from_fixture(fixture);
+        let inventory = node.backend().inventory(&node.pci(0)).unwrap();
+        assert_eq!(inventory.nvlink_remotes, [], "{fixture}");
+    }
+    // Two H100 PCIe joined by a bridge: each reaches the other.
+    let node = MockNode::from_yaml(
+        r#"include: [FIXTURES/h100-pcie.yaml]
+gpus:
+  - { pciBusId: "0000:41:00.0", model: h100-pcie-80gb, uuid: "GPU-a", nvlinks: [{ remote: "0000:c1:00.0", links: 12 }] }
+  - { pciBusId: "0000:c1:00.0", model: h100-pcie-80gb, uuid: "GPU-b", nvlinks: [{ remote: "0000:41:00.0", links: 12 }] }
+"#,
+    );
+    let backend = node.backend();
+    assert_eq!(backend.inventory(&node.pci(0)).unwrap().nvlink_remotes, [node.pci(1)]);
+    assert_eq!(backend.inventory(&node.pci(1)).unwrap().nvlink_remotes, [node.pci(0)]);
+}

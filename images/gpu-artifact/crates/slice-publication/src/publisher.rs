@@ -173,6 +173,7 @@ impl Publisher {
                 );
             }
             self.announce_withheld(cards, node).await;
+            self.metrics.set_offers(&self.target.node_name, &publication.catalog);
             let mut all_devices = publication.catalog.clone();
             all_devices.extend(publication.withheld);
             return Ok(Published {

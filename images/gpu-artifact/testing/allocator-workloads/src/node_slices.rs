@@ -1,7 +1,10 @@
 //! One node's ResourceSlices as the gpu module publishes them: per card a Physical offer, every
 //! MIG placement and (sometimes) a shared Physical offer, all consuming a `pgpu-<pci>` counter
 //! set of memory and memory slices; the counters in the device slice (1.34 layout) or in a
-//! separate counter slice (1.35+ layout). Every device carries a `harness.test/id` attribute so
+//! separate counter slice (1.35+ layout). Every card says where it sits, as on a two-socket board:
+//! the first half of the cards on NUMA node 0 under root `pci0000:00`, the rest on NUMA node 1
+//! under `pci0000:80`, and the SXM cards of a node in one NVLink domain (an HGX board's
+//! NVSwitches). Every device carries a `harness.test/id` attribute so
 //! a claim can be pinned to exact devices (see `pinning`).
 
 use serde_json::{Value, json};
@@ -49,8 +52,8 @@ fn device(name: &str, pool: &str, attrs: Value, memory_gi: u64, set: &str, count
     d
 }
 
-/// One card: its counter set and its offers.
-fn card_offers(rng: &mut Rng, shape: &NodeShape, pool: &str, card: usize) -> (Value, Vec<Value>) {
+/// One card of `cards`: its counter set and its offers.
+fn card_offers(rng: &mut Rng, shape: &NodeShape, pool: &str, card: usize, cards: usize) -> (Value, Vec<Value>) {
     let model = shape.models[rng.below(shape.models.len() as u64) as usize];
     let pci = format!("0000:{:02x}:00.0", 0x10 + card * 0x10);
     let set = format!("pgpu-{}", label(&pci));
@@ -63,12 +66,20 @@ fn card_offers(rng: &mut Rng, shape: &NodeShape, pool: &str, card: usize) -> (Va
         counters["media-extensions"] = json!({"value": "1"});
     }
     let counter_set = json!({"name": set, "counters": counters});
+    let numa = (card * 2 / cards.max(1)) as i64;
+    let root = ["pci0000:00", "pci0000:80"][numa as usize];
     let base = |device_type: &str| {
-        json!({
+        let mut attributes = json!({
             "gpu.deckhouse.io/deviceType": {"string": device_type},
             "gpu.deckhouse.io/device": {"string": model.name},
             "gpu.deckhouse.io/pciAddress": {"string": pci},
-        })
+            "resource.kubernetes.io/numaNode": {"int": numa},
+            "resource.kubernetes.io/pcieRoot": {"string": root},
+        });
+        if model.name.contains("sxm") {
+            attributes["gpu.deckhouse.io/nvlinkDomain"] = json!({"string": "0000:05:00.0"});
+        }
+        attributes
     };
     let slices_from = |from: u32, n: u32, gi: u64| {
         let mut c = json!({"memory": {"value": format!("{gi}Gi")}});
@@ -127,7 +138,9 @@ fn card_offers(rng: &mut Rng, shape: &NodeShape, pool: &str, card: usize) -> (Va
 pub fn node_slices(rng: &mut Rng, node: &str, shape: &NodeShape) -> Vec<Value> {
     let pool = format!("gpus/{node}");
     let cards = shape.cards_min + rng.below(shape.cards_spread) as usize;
-    let per_card: Vec<(Value, Vec<Value>)> = (0..cards).map(|card| card_offers(rng, shape, &pool, card)).collect();
+    let per_card: Vec<(Value, Vec<Value>)> = (0..cards)
+        .map(|card| card_offers(rng, shape, &pool, card, cards))
+        .collect();
     let slice = |name: String, body: Value| {
         let mut s = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
             "spec": {"driver": DRIVER, "pool": {"name": pool, "generation": 1, "resourceSliceCount": 0}, "nodeName": node}});

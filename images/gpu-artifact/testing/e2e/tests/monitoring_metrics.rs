@@ -2,7 +2,9 @@
 //! gpu-node-agent and gpu-handler on a fixture node with the mock NVML and the kubelet simulator
 //! (the plugin-node harness), gpu-controller and gpu-dra-controller; one claim is prepared and
 //! unprepared and one is refused, and the handler, the agent and both controllers report what
-//! happened. Then every `gpu_*` name queried in `monitoring/` (the rules' `expr`, the dashboards'
+//! happened: the handler what it offers, which Pod container uses the prepared card and the refused
+//! prepare's kind of device; gpu-dra-controller the allocation and its seconds, which a restart of it
+//! neither counts twice nor stops. Then every `gpu_*` name queried in `monitoring/` (the rules' `expr`, the dashboards'
 //! targets and templating queries) must be served by one of the components' scrapes: a counter
 //! through its `_total` series, a histogram through `_bucket`/`_sum`/`_count`. A family without
 //! series is not served at all, so the scrapes are taken while the claim is prepared and after.
@@ -19,6 +21,7 @@ mod plugin_node;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use host_fixtures::NamedHost;
@@ -57,15 +60,26 @@ async fn hold_lease(ns: &TestNamespace, name: &str) {
     create(&ns.api::<Lease>(), &lease).await;
 }
 
-/// Starts controller `name` of the module under `rules`, its Lease in `ns`; returns the process and
-/// its health and metrics port once it is ready.
+/// Starts controller `name` of the module under `rules`, its Lease in `ns`; returns the process,
+/// its health and metrics port once it is ready, and its kubeconfig (to start it again).
 async fn start_controller(
     ns: &TestNamespace,
     ws: &AgentWorkspace,
     name: &str,
     rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
-) -> (ComponentProcess, u16) {
+) -> (ComponentProcess, u16, PathBuf) {
     let kubeconfig = kubeconfig_for(ns, name, rules, ws.dir.path()).await;
+    let (process, port) = launch_controller(ns, ws, name, &kubeconfig).await;
+    (process, port, kubeconfig)
+}
+
+/// Starts (or starts again) controller `name` with `kubeconfig`; returns once it is ready.
+async fn launch_controller(
+    ns: &TestNamespace,
+    ws: &AgentWorkspace,
+    name: &str,
+    kubeconfig: &Path,
+) -> (ComponentProcess, u16) {
     let reserved = reserve_port();
     let port = reserved.number();
     let env = [
@@ -103,8 +117,8 @@ async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_componen
     let node = PluginNode::start("monitoring", NamedHost::A30Pcie, &[]).await;
     let ns = &node.s.ns;
     hold_lease(ns, "gpu-controller").await;
-    let (controller, controller_port) = start_controller(ns, &node.s.ws, "gpu-controller", controller_rules()).await;
-    let (allocator, allocator_port) =
+    let (controller, controller_port, _) = start_controller(ns, &node.s.ws, "gpu-controller", controller_rules()).await;
+    let (mut allocator, allocator_port, allocator_kubeconfig) =
         start_controller(ns, &node.s.ws, "gpu-dra-controller", dra_controller_rules()).await;
     let gpu = node.s.gpus.get(&node.s.name).await.unwrap();
     let uuid = gpu
@@ -121,14 +135,37 @@ async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_componen
     let prepared = node.wait_prepared("trainer").await;
     let claim = prepared.keys().next().unwrap().clone();
     let mut scrapes: Vec<(&str, String)> = Vec::new();
+    // The prepared device by its card's UUID (dcgm-exporter's label), with its claim, and with the
+    // Pod container that uses it.
+    let card = [
+        ("claim", claim.as_str()),
+        ("device", "gpu0"),
+        ("physicalgpu", node.s.name.as_str()),
+        ("UUID", uuid.as_str()),
+        ("GPU_I_ID", ""),
+        ("MIG_UUID", ""),
+    ];
+    let pod_device = [
+        &[("namespace", ns.name()), ("pod", "trainer"), ("container", "main")][..],
+        &card,
+    ]
+    .concat();
     let text = metrics_when(
         node.handler_port,
         &node.handler,
-        "the prepared claim in the handler's metrics",
-        |t| value(t, "gpu_handler_prepared_claims", &[]) == Some(1.0),
+        "the prepared claim and the Pod using it in the handler's metrics",
+        |t| {
+            value(t, "gpu_handler_prepared_claims", &[]) == Some(1.0)
+                && value(t, "gpu_handler_pod_device_info", &pod_device) == Some(1.0)
+        },
     )
     .await;
     scrapes.push(("gpu-handler", text.clone()));
+    assert_eq!(
+        value(&text, "gpu_handler_pod_device_info", &[]),
+        Some(1.0),
+        "one container uses one device: {text}"
+    );
     let success = [("operation", "prepare"), ("result", "success")];
     assert!(
         value(&text, "gpu_handler_claim_operations_total", &success) >= Some(1.0),
@@ -142,32 +179,64 @@ async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_componen
         ) >= Some(1.0),
         "{text}"
     );
-    let device = [
-        ("claim_namespace", ns.name()),
-        ("claim", claim.as_str()),
-        ("device", "gpu0"),
-        ("physicalgpu", node.s.name.as_str()),
-        ("UUID", uuid.as_str()),
-        ("GPU_I_ID", ""),
-    ];
+    let device = [&[("claim_namespace", ns.name())][..], &card].concat();
     assert_eq!(
         value(&text, "gpu_handler_prepared_device_info", &device),
         Some(1.0),
         "{text}"
     );
     assert_eq!(value(&text, "gpu_handler_plugin_registered", &[]), Some(1.0), "{text}");
-    // The allocator's audit counts the scheduler's allocation by class, device type and node.
+    // What the node offers: the whole card once (its MIG placements beside it, the card's counters
+    // making them exclusive).
+    let offers = |device_type: &'static str| {
+        [
+            ("node", node.s.node.name()),
+            ("physicalgpu", node.s.name.as_str()),
+            ("deviceType", device_type),
+        ]
+    };
+    assert_eq!(
+        value(&text, "gpu_dra_resourceslice_offers", &offers("Physical")),
+        Some(1.0),
+        "{text}"
+    );
+    // The allocator's audit counts the scheduler's allocation by class, device type and node, and
+    // its clock counts the allocation and the seconds it holds by class and namespace.
     let allocation = [
         ("class", whole.name_any()),
         ("deviceType", "Physical".to_owned()),
         ("node", node.s.node.name().to_owned()),
     ];
     let allocation: Vec<(&str, &str)> = allocation.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let class_name = whole.name_any();
+    let tenant = [("class", class_name.as_str()), ("namespace", ns.name())];
     let text = metrics_when(
         allocator_port,
         &allocator,
-        "the allocation in gpu-dra-controller's metrics",
-        |t| value(t, "gpu_dra_claim_allocations", &allocation) == Some(1.0),
+        "the allocation and its seconds in gpu-dra-controller's metrics",
+        |t| {
+            value(t, "gpu_dra_claim_allocations", &allocation) == Some(1.0)
+                && value(t, "gpu_dra_allocations_total", &tenant) == Some(1.0)
+                && value(t, "gpu_dra_allocation_seconds_total", &tenant) > Some(0.0)
+        },
+    )
+    .await;
+    scrapes.push(("gpu-dra-controller", text));
+
+    // gpu-dra-controller restarts while the claim holds the card: the new process does not count the
+    // running claim as a new allocation nor its earlier seconds again (a counter reset to Prometheus),
+    // and its seconds accrue again from the claim it lists.
+    allocator.terminate(Duration::from_secs(10));
+    let (allocator, allocator_port) =
+        launch_controller(ns, &node.s.ws, "gpu-dra-controller", &allocator_kubeconfig).await;
+    let text = metrics_when(
+        allocator_port,
+        &allocator,
+        "the running claim's seconds accruing in the restarted gpu-dra-controller",
+        |t| {
+            value(t, "gpu_dra_allocations_total", &tenant) == Some(0.0)
+                && value(t, "gpu_dra_allocation_seconds_total", &tenant) > Some(0.0)
+        },
     )
     .await;
     scrapes.push(("gpu-dra-controller", text));
@@ -190,6 +259,33 @@ async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_componen
         "{text}"
     );
     assert_eq!(value(&text, "gpu_handler_prepared_device_info", &[]), None, "{text}");
+    assert_eq!(value(&text, "gpu_handler_pod_device_info", &[]), None, "{text}");
+    // Released: the claim's seconds stop (two scrapes after the claim is gone read the same).
+    let claims = ns.api::<k8s_openapi::api::resource::v1::ResourceClaim>();
+    wait_until("the trainer's claim gone", Duration::from_secs(60), || async {
+        Ok(match claims.get_opt(&claim).await? {
+            None => Progress::Done(()),
+            Some(c) => Progress::Pending(format!("{:?}", c.status)),
+        })
+    })
+    .await
+    .unwrap();
+    let stopped = wait_until(
+        "the released claim's seconds stopped",
+        Duration::from_secs(60),
+        || async {
+            let first = value(&scrape(allocator_port)?, "gpu_dra_allocation_seconds_total", &tenant);
+            let second = value(&scrape(allocator_port)?, "gpu_dra_allocation_seconds_total", &tenant);
+            Ok(if first.is_some() && first == second {
+                Progress::Done(first)
+            } else {
+                Progress::Pending(format!("{first:?} then {second:?}"))
+            })
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n--- gpu-dra-controller log ---\n{}", allocator.log()));
+    assert!(stopped > Some(0.0), "{stopped:?}");
 
     // A MIG device asked for a virtual machine is refused: counted as a failure with its reason.
     let mig = create(&classes, &device_type_class(ns, "mig", "MIG")).await;
@@ -199,10 +295,16 @@ async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_componen
     create(&ns.api::<Pod>(), &vm).await;
     node.wait_prepare_failure_on_pod().await;
     let refused = [("operation", "prepare"), ("result", "failure"), ("reason", "Refused")];
+    let refused_mig = [("reason", "Refused"), ("deviceType", "MIG"), ("vendor", "nvidia")];
     let text = metrics_when(node.handler_port, &node.handler, "the refused prepare counted", |t| {
         value(t, "gpu_handler_claim_operations_total", &refused) >= Some(1.0)
+            && value(t, "gpu_dra_prepare_failures_total", &refused_mig) >= Some(1.0)
     })
     .await;
+    assert!(
+        value(&text, "gpu_dra_resourceslice_offers", &offers("MIG")) >= Some(1.0),
+        "the card's MIG placements are offered: {text}"
+    );
     scrapes.push(("gpu-handler", text));
 
     // An application Xid is counted; a critical one is also an active cause of the card.
@@ -257,7 +359,15 @@ async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_componen
                 ("node", node.s.node.name()),
                 ("model", model.as_str()),
             ];
-            let info = [&base[..], &[("UUID", uuid.as_str()), ("pci_address", node.s.address)]].concat();
+            let info = [
+                &base[..],
+                &[
+                    ("UUID", uuid.as_str()),
+                    ("pci_address", node.s.address),
+                    ("vendor", "nvidia"),
+                ],
+            ]
+            .concat();
             let conditions = gpu.status.and_then(|s| s.conditions).unwrap_or_default();
             let all_shown = value(&text, "gpu_physicalgpu_info", &info) == Some(1.0)
                 && conditions.len() == 2

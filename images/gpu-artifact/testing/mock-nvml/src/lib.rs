@@ -24,6 +24,7 @@ mod ffi;
 mod handles;
 pub mod machine;
 mod mig_rules;
+pub mod nvlink_links;
 pub mod pci;
 mod rc;
 mod session;

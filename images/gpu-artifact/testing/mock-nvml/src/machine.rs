@@ -5,6 +5,12 @@
 //! values come from) and `gpus` (cards keyed by PCI bus id, naming a model).
 //! `include` pulls the models of other description files, so a multi-card
 //! node reuses the single-card fixtures instead of copying their tables.
+//!
+//! NVLink: a model says how many links its cards have (`nvlinkLinks`, none: the
+//! card has no NVLink and NVML answers `NVML_ERROR_NOT_SUPPORTED`); a card lists
+//! what its links reach, in link order (`nvlinks`: another card, or an NVSwitch
+//! of the machine's `nvswitches`); its other links are inactive, as on a PCIe
+//! card without a bridge.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,6 +52,10 @@ pub struct MachineFile {
     /// too. Absent: every card and MIG device is seen (processes of the simulated nodes have none).
     #[serde(default)]
     pub device_nodes: Option<PathBuf>,
+    /// The NVSwitches of the board, by PCI bus id: what an NVLink of a card may reach besides
+    /// another card.
+    #[serde(default)]
+    pub nvswitches: Vec<PciBusId>,
 }
 
 fn yes() -> bool {
@@ -83,6 +93,9 @@ pub struct GpuModel {
     /// Absent for a card without MIG.
     #[serde(default)]
     pub mig: Option<MigSpec>,
+    /// NVLink links of the card (`NVML_NVLINK_MAX_LINKS` at most); 0: no NVLink.
+    #[serde(default)]
+    pub nvlink_links: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -159,6 +172,9 @@ pub struct GpuCard {
     /// MIG mode at boot (Ampere keeps it in the InfoROM across reboots).
     #[serde(default)]
     pub mig_enabled: bool,
+    /// What the card's links reach, in link order from link 0.
+    #[serde(default)]
+    pub nvlinks: Vec<crate::nvlink_links::NvLinkSpec>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -193,6 +209,8 @@ pub struct Card {
     pub uuid: String,
     pub mig_enabled_at_boot: bool,
     pub model: Arc<GpuModel>,
+    /// The remote end of each active link, from link 0; later links are inactive.
+    pub nvlink_remotes: Vec<PciBusId>,
 }
 
 impl Machine {
@@ -224,8 +242,14 @@ impl Machine {
                 uuid: gpu.uuid.clone(),
                 mig_enabled_at_boot: gpu.mig_enabled,
                 model: Arc::clone(model),
+                nvlink_remotes: gpu
+                    .nvlinks
+                    .iter()
+                    .flat_map(|l| std::iter::repeat_n(l.remote, l.links as usize))
+                    .collect(),
             });
         }
+        crate::nvlink_links::check(path, &file.nvswitches, &cards)?;
         // NVML enumerates devices in PCI bus order.
         cards.sort_by_key(|c| c.pci_bus_id);
         for (minor, card) in cards.iter_mut().enumerate() {

@@ -184,3 +184,76 @@ fn count_queries_follow_the_nvml_protocol() {
         assert_eq!((none, processes), (nvmlReturn_enum_NVML_SUCCESS, 0), "an idle card");
     }
 }
+
+/// The link state and the remote's bus id (`busId`, NVML's 8-digit domain form).
+fn nvlink(loaded: &Loaded, link: c_uint) -> (nvmlReturn_t, nvmlEnableState_t, nvmlReturn_t, String) {
+    let mut state: nvmlEnableState_t = 0;
+    // SAFETY: valid handle and out-pointers.
+    unsafe {
+        let active = loaded.lib.nvmlDeviceGetNvLinkState(loaded.device, link, &mut state);
+        let mut pci: nvmlPciInfo_t = std::mem::zeroed();
+        let remote = loaded
+            .lib
+            .nvmlDeviceGetNvLinkRemotePciInfo_v2(loaded.device, link, &mut pci);
+        let bus_id = std::ffi::CStr::from_ptr(pci.busId.as_ptr())
+            .to_string_lossy()
+            .into_owned();
+        (active, state, remote, bus_id)
+    }
+}
+
+#[test]
+fn nvlink_links_follow_the_board_and_the_model() {
+    const OK: nvmlReturn_t = nvmlReturn_enum_NVML_SUCCESS;
+    const BAD_LINK: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+    const ON: nvmlEnableState_t = nvmlEnableState_enum_NVML_FEATURE_ENABLED;
+    const OFF: nvmlEnableState_t = nvmlEnableState_enum_NVML_FEATURE_DISABLED;
+    // HGX H100: links 0-4 reach the first NVSwitch, 14-17 the last; an H100 has 18 links.
+    let hgx = load("h100-sxm5-80gb-x8.yaml");
+    assert_eq!(nvlink(&hgx, 0), (OK, ON, OK, "00000000:05:00.0".into()));
+    assert_eq!(nvlink(&hgx, 5), (OK, ON, OK, "00000000:06:00.0".into()));
+    assert_eq!(nvlink(&hgx, 17), (OK, ON, OK, "00000000:08:00.0".into()));
+    assert_eq!(nvlink(&hgx, NVML_NVLINK_MAX_LINKS).0, BAD_LINK);
+    // An A30 without a bridge: its four links are inactive, with no remote end; a fifth is no link.
+    let a30 = load("a30.yaml");
+    assert_eq!(nvlink(&a30, 3), (OK, OFF, BAD_LINK, String::new()));
+    assert_eq!(nvlink(&a30, 4).0, BAD_LINK);
+    // A MIG device has no links of its own.
+    enable_mig(&a30);
+    let placement = nvmlGpuInstancePlacement_t { start: 0, size: 4 };
+    let (mut gi, mut ci, mut mig): (nvmlGpuInstance_t, nvmlComputeInstance_t, nvmlDevice_t) =
+        (null_mut(), null_mut(), null_mut());
+    let mut state: nvmlEnableState_t = 0;
+    // SAFETY: valid handles and pointers throughout.
+    unsafe {
+        let lib = &a30.lib;
+        assert_eq!(
+            lib.nvmlDeviceCreateGpuInstanceWithPlacement(a30.device, 0, &placement, &mut gi),
+            OK
+        );
+        assert_eq!(lib.nvmlGpuInstanceCreateComputeInstance(gi, 3, &mut ci), OK);
+        assert_eq!(lib.nvmlDeviceGetMigDeviceHandleByIndex(a30.device, 0, &mut mig), OK);
+        assert_eq!(
+            lib.nvmlDeviceGetNvLinkState(mig, 0, &mut state),
+            nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED
+        );
+    }
+}
+
+#[test]
+fn a_link_to_nowhere_is_refused_when_the_machine_is_read() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let path = dir.path().join("node.yaml");
+    let a30 = machine_fixture("a30.yaml");
+    let yaml = format!(
+        "include: [{}]\ngpus:\n  - {{ pciBusId: \"0000:01:00.0\", model: a30-24gb, uuid: \"GPU-a\", nvlinks: [{{ remote: \"0000:02:00.0\", links: 4 }}] }}\n",
+        a30.display()
+    );
+    std::fs::write(&path, yaml).unwrap();
+    let error = mock_nvml::machine::Machine::load(&path).unwrap_err();
+    assert!(error.contains("neither another GPU nor an NVSwitch"), "{error}");
+    let five = std::fs::read_to_string(&path).unwrap().replace("links: 4", "links: 5");
+    std::fs::write(&path, five).unwrap();
+    let error = mock_nvml::machine::Machine::load(&path).unwrap_err();
+    assert!(error.contains("lists 5 NVLink links, its model has 4"), "{error}");
+}

@@ -10,7 +10,7 @@ use super::*;
 
 fn metrics() -> (ClaimMetrics, Registry) {
     let mut registry = Registry::default();
-    let metrics = ClaimMetrics::register(&mut registry);
+    let (metrics, _node_pods) = ClaimMetrics::register(&mut registry);
     (metrics, registry)
 }
 
@@ -124,11 +124,11 @@ fn the_checkpoint_sets_prepared_claims_and_the_cards_they_hold() {
     let body = text(&registry);
     assert!(body.contains("gpu_handler_prepared_claims 2\n"), "{body}");
     assert!(
-        body.contains(r#"gpu_handler_prepared_device_info{claim_namespace="ml",claim="train",device="gpu0-mig-2g12gb-0",physicalgpu="w1-0-10de-20b7",UUID="GPU-aaaa",GPU_I_ID="5"} 1"#),
+        body.contains(r#"gpu_handler_prepared_device_info{claim_namespace="ml",claim="train",device="gpu0-mig-2g12gb-0",physicalgpu="w1-0-10de-20b7",UUID="GPU-aaaa",GPU_I_ID="5",MIG_UUID="MIG-cccc"} 1"#),
         "{body}"
     );
     assert!(
-        body.contains(r#"gpu_handler_prepared_device_info{claim_namespace="ml",claim="infer",device="gpu1",physicalgpu="w1-1-10de-20b7",UUID="GPU-bbbb",GPU_I_ID=""} 1"#),
+        body.contains(r#"gpu_handler_prepared_device_info{claim_namespace="ml",claim="infer",device="gpu1",physicalgpu="w1-1-10de-20b7",UUID="GPU-bbbb",GPU_I_ID="",MIG_UUID=""} 1"#),
         "{body}"
     );
     assert!(!body.contains("half-done"), "a started claim is not prepared: {body}");
@@ -140,4 +140,55 @@ fn the_checkpoint_sets_prepared_claims_and_the_cards_they_hold() {
         !body.contains("claim=\"train\""),
         "unprepared claims leave no series: {body}"
     );
+}
+
+#[test]
+fn prepare_failures_are_counted_by_the_kinds_of_device_the_claim_holds_here() {
+    let (metrics, registry) = metrics();
+    let card = "0000:01:00.0".parse().unwrap();
+    let catalog = dra_offers::DeviceCatalog::from([
+        (
+            "gpu0".to_owned(),
+            OfferedDevice::Physical {
+                pci_address: card,
+                uuid: "GPU-a".into(),
+                physical_gpu: "w1-0-10de-20b7".into(),
+            },
+        ),
+        (
+            "gpu0-mig-1g6gb-0".to_owned(),
+            OfferedDevice::Mig {
+                pci_address: card,
+                parent_uuid: "GPU-a".into(),
+                physical_gpu: "w1-0-10de-20b7".into(),
+                profile_id: 0,
+                profile_name: "1g.6gb".into(),
+                placement: MigPlacement { start: 0, size: 1 },
+            },
+        ),
+    ]);
+    let claim: k8s_openapi::api::resource::v1::ResourceClaim = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "c", "namespace": "ml"},
+        "spec": {},
+        "status": {"allocation": {"devices": {"results": [
+            {"request": "a", "driver": "gpu.deckhouse.io", "pool": "gpus/w1", "device": "gpu0-mig-1g6gb-0"},
+            {"request": "b", "driver": "gpu.deckhouse.io", "pool": "gpus/w1", "device": "gpu0-mig-1g6gb-0"},
+            {"request": "c", "driver": "gpu.deckhouse.io", "pool": "gpus/w1", "device": "gone"},
+            {"request": "d", "driver": "other.example.com", "pool": "gpus/w1", "device": "gpu0"}]}}}
+    }))
+    .unwrap();
+    let kinds = device_kinds(Some(&claim), "gpu.deckhouse.io", "gpus/w1", &catalog);
+    let pair = |t: &str, v: &str| (t.to_owned(), v.to_owned());
+    assert_eq!(kinds, [pair("MIG", "nvidia"), pair("unknown", "unknown")]);
+    metrics.count_prepare_failure(FailureReason::VendorCall, &kinds);
+    let unread = device_kinds(None, "gpu.deckhouse.io", "gpus/w1", &catalog);
+    metrics.count_prepare_failure(FailureReason::ClaimNotRead, &unread);
+    let text = text(&registry);
+    for line in [
+        r#"gpu_dra_prepare_failures_total{reason="VendorCall",deviceType="MIG",vendor="nvidia"} 1"#,
+        r#"gpu_dra_prepare_failures_total{reason="VendorCall",deviceType="unknown",vendor="unknown"} 1"#,
+        r#"gpu_dra_prepare_failures_total{reason="ClaimNotRead",deviceType="unknown",vendor="unknown"} 1"#,
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
 }

@@ -77,7 +77,14 @@ pub fn claim(rng: &mut Rng, name: &str, taints: bool) -> Value {
         } else {
             "distinctAttribute"
         };
-        devices["constraints"] = json!([{kind: format!("{DRIVER}/device")}]);
+        // The model, or the standard NUMA node the workload's cards publish (an int, which best
+        // fit's topology groups by too).
+        let attribute = if rng.chance(50) {
+            format!("{DRIVER}/device")
+        } else {
+            "resource.kubernetes.io/numaNode".to_owned()
+        };
+        devices["constraints"] = json!([{kind: attribute}]);
     }
     json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")}, "spec": {"devices": devices}})

@@ -19,17 +19,26 @@ pub fn mock_cards(fixture: &str, node: &str, pci_device: &str, device_label: &st
     .expect("the backend loads the mock");
     let mut addresses = backend.devices().expect("devices");
     addresses.sort();
-    addresses
+    // The NVLink domains over every card, as the handler computes them (see `offer_feed`).
+    let inventories: Vec<_> = addresses
         .iter()
+        .map(|pci| backend.inventory(pci).expect("inventory"))
+        .collect();
+    let domains = dra_offers::nvlink_domains(&inventories.iter().collect::<Vec<_>>());
+    inventories
+        .into_iter()
         .enumerate()
-        .map(|(index, pci)| CardOffering {
+        .map(|(index, inventory)| CardOffering {
             physical_gpu: format!("{node}-{index}-10de-{pci_device}"),
             index: index as u32,
             device_label: device_label.to_owned(),
-            inventory: backend.inventory(pci).expect("inventory"),
+            nvlink_domain: domains.get(&inventory.pci_address).cloned(),
+            inventory,
             bare_metal: Some(true),
             taints: Vec::new(),
-            pcie_root: Some("pci0000:00".to_owned()),
+            // Two sockets of four cards each: a root complex and a NUMA node per socket.
+            pcie_root: Some(if index < 4 { "pci0000:00" } else { "pci0000:80" }.to_owned()),
+            numa_node: Some(index as i64 / 4),
         })
         .collect()
 }

@@ -113,7 +113,7 @@ pub fn handler_rules() -> Vec<PolicyRule> {
         ),
         rule("resource.k8s.io", &["resourceclaims"], &["get"]),
         rule("", &["nodes"], &["get", "list", "watch", "patch"]),
-        rule("", &["pods"], &["get"]),
+        rule("", &["pods"], &["get", "list", "watch"]),
         rule("events.k8s.io", &["events"], &["create", "patch"]),
     ]
 }

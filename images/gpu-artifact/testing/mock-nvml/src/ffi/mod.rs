@@ -16,6 +16,7 @@ mod gpu_instance_profile;
 mod health;
 mod lookup;
 mod mig_mode;
+mod nvlink;
 mod processes;
 mod system;
 
