@@ -34,13 +34,6 @@ fn claim(name: &str, class: &str, selector: Option<&str>) -> ResourceClaim {
     .unwrap()
 }
 
-/// A Pod on `node` with our gate, using the claim `claim`.
-fn gated_pod(name: &str, node: &str, claim: &str) -> Pod {
-    let uses = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
-                      "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}]});
-    pod(name, node, json!({"claims": [{"name": "gpu"}]}), uses)
-}
-
 async fn allocated(claims: &Api<ResourceClaim>, name: &str) -> ResourceClaim {
     wait_until(&format!("claim {name} allocated"), Duration::from_secs(30), || async {
         let claim = claims.get(name).await?;
@@ -108,7 +101,7 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
     let claims = ns.api::<ResourceClaim>();
     create(&claims, &claim("unused", &mig_class, None)).await;
     create(&claims, &claim("standalone", &mig_class, None)).await;
-    create(&ns.api::<Pod>(), &gated_pod("first", node.name(), "standalone")).await;
+    create(&ns.api::<Pod>(), &gated_claim_pod("first", node.name(), "standalone")).await;
     let standalone = allocated(&claims, "standalone").await;
     let pool = format!("gpus/{}", node.name());
     assert_eq!(
@@ -245,7 +238,7 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
 
     // 4. Bad input is explained on the claim (and on the Pod waiting for it).
     create(&claims, &claim("no-class", "no-such-class", None)).await;
-    create(&ns.api::<Pod>(), &gated_pod("no-class-user", node.name(), "no-class")).await;
+    create(&ns.api::<Pod>(), &gated_claim_pod("no-class-user", node.name(), "no-class")).await;
     let note = event_note(&ns, "no-class", "CannotAllocate").await;
     assert!(
         note.contains("no-such-class") && note.contains("does not exist"),
@@ -253,7 +246,7 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
     );
     let bad_cel = r#"device.attributes["gpu.deckhouse.io"].noSuchAttribute == "x""#;
     create(&claims, &claim("bad-cel", &mig_class, Some(bad_cel))).await;
-    create(&ns.api::<Pod>(), &gated_pod("bad-cel-user", node.name(), "bad-cel")).await;
+    create(&ns.api::<Pod>(), &gated_claim_pod("bad-cel-user", node.name(), "bad-cel")).await;
     let note = event_note(&ns, "bad-cel", "CannotAllocate").await;
     assert!(
         note.contains("noSuchAttribute"),

@@ -108,13 +108,7 @@ async fn a_card_given_to_two_claims_is_taken_back_from_the_one_not_in_use() {
     .await;
     assert_eq!(repaired.type_.as_deref(), Some("Warning"));
     // A Pod comes for `racer`: the controller allocates it again, to the free card.
-    let waits = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "racer"}],
-                       "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}]});
-    create(
-        &ns.api::<Pod>(),
-        &pod("waiting", node.name(), json!({"claims": [{"name": "gpu"}]}), waits),
-    )
-    .await;
+    create(&ns.api::<Pod>(), &gated_claim_pod("waiting", node.name(), "racer")).await;
     let racer = claim_when(&claims, "racer", "allocated again to the free card", |c| {
         allocated_devices(c) == vec![(card.0.clone(), other.to_owned())]
     })

@@ -2,8 +2,8 @@
 //! `h100-sxm-x8` fixture, two cards per NUMA node in sysfs; the mock NVML's HGX board, every card
 //! on the four NVSwitches) runs gpu-node-agent and gpu-handler, which publish each card's
 //! `resource.kubernetes.io/numaNode` and `gpu.deckhouse.io/nvlinkDomain`; gpu-dra-controller then
-//! allocates a standalone claim of two whole cards on one NUMA node, the tightest that holds it,
-//! where the scheduler's first fit would split it over two.
+//! allocates a claim of two whole cards, for the gated Pod that waits for it, on one NUMA node, the
+//! tightest that holds it, where the scheduler's first fit would split it over two.
 
 mod handler_node;
 mod plugin_node;
@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use host_fixtures::NamedHost;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim};
 use kube::{Api, ResourceExt};
 use plugin_node::PluginNode;
@@ -101,11 +102,14 @@ async fn two_cards_go_to_one_numa_node_the_tightest() {
     let claims = ns.api::<ResourceClaim>();
 
     // One card first: best fit takes gpu0, leaving NUMA node 0 with one free card.
+    let node_name = node.s.node.name();
     create(&claims, &claim("one", &class.name_any(), 1)).await;
+    create(&ns.api::<Pod>(), &gated_claim_pod("one", node_name, "one")).await;
     assert_eq!(allocated(&claims, "one").await, ["gpu0"]);
     // Two cards: the first fit (gpu1, gpu2) would span NUMA nodes 0 and 1; best fit takes the
     // tightest NUMA node that holds both.
     create(&claims, &claim("pair", &class.name_any(), 2)).await;
+    create(&ns.api::<Pod>(), &gated_claim_pod("pair", node_name, "pair")).await;
     let pair = allocated(&claims, "pair").await;
     let numa: Vec<Option<i64>> = pair.iter().map(|d| cards[d].0).collect();
     assert_eq!(

@@ -120,6 +120,14 @@ pub fn pod(name: &str, node: &str, container_resources: Value, extra: Value) -> 
         .expect("a valid Pod")
 }
 
+/// A Pod on `node` held by our allocation gate, whose one claim, `gpu`, is the ResourceClaim
+/// `claim`: gpu-dra-controller allocates a claim of its own only for a gated Pod that waits for it.
+pub fn gated_claim_pod(name: &str, node: &str, claim: &str) -> Pod {
+    let uses = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
+                      "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}]});
+    pod(name, node, json!({"claims": [{"name": "gpu"}]}), uses)
+}
+
 /// A Pod on `node` whose one claim, `gpu`, comes from the ResourceClaimTemplate `template`.
 pub fn templated_pod(name: &str, node: &str, template: &str) -> Pod {
     pod(
