@@ -18,7 +18,8 @@ GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench controller_memor
 # Best fit for gated Pods against the scheduler alone on a churn, and what the gate adds to a Pod's start.
 GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench allocation_churn
 # Our allocation engine against the kube-scheduler's allocator (v1.37 and v1.34), in-process,
-# same workloads; needs no cluster.
+# same workloads; needs no cluster. Also topology: claims of 2 and 4 whole H100s on two-socket
+# nodes, the share on one NUMA node and the nodes in use, ours against the scheduler's first fit.
 cargo bench -p dra-allocator --bench allocator_vs_scheduler
 # The engine's own heap at the same scale, beside the same slices held as API objects.
 cargo bench -p dra-allocator --bench engine_memory

@@ -48,12 +48,18 @@ fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> T {
 }
 
 pub fn inventory(seed: u64, nodes: usize, split_layout: bool) -> Inventory {
+    inventory_with_mig(seed, nodes, split_layout, true)
+}
+
+/// [`inventory`] with every MIG placement offered beside the whole cards, or none (nodes labelled
+/// `gpu.deckhouse.io/allow-mig=false`).
+pub fn inventory_with_mig(seed: u64, nodes: usize, split_layout: bool, mig: bool) -> Inventory {
     let shape = NodeShape {
         cards_min: 8,
         cards_spread: 1,
         models: &[&H100_SXM5_80GB],
         shared_offer_percent: 0,
-        mig_offers_percent: 100,
+        mig_offers_percent: if mig { 100 } else { 0 },
         one_profile_per_size: false,
         taint_percent: 0,
         split_layout,
@@ -115,6 +121,18 @@ pub fn mixed_claims(seed: u64, count: usize) -> ClaimStream {
                     claim(&name, "gpu-mig", devices, Some(at_least(gi)))
                 }
             }
+        })
+        .collect();
+    stream(claims)
+}
+
+/// Claims of 2 or 4 whole cards (half each), for the topology benchmark.
+pub fn whole_card_claims(seed: u64, count: usize) -> ClaimStream {
+    let mut rng = Rng::new(seed);
+    let claims = (0..count)
+        .map(|i| {
+            let cards = if rng.chance(50) { 2 } else { 4 };
+            claim(&format!("cards-{i:05}"), "gpu-physical", cards, None)
         })
         .collect();
     stream(claims)

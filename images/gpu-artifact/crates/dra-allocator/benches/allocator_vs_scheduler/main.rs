@@ -17,6 +17,10 @@
 //! GPUs and MIG claims of mixed sizes until the first claim fits nowhere; nodes always tried from
 //! the first, so the difference is the choice within a node: ours best fit, Go the first solution.
 //!
+//! Topology (1.35+ layout only, see `topology`): claims of 2 and 4 whole H100s on two-socket nodes,
+//! arriving and leaving, ours as the controller allocates against Go's first fit: the share on one
+//! NUMA node and the nodes in use.
+//!
 //! The controller's path, ours alone on the same inventory and claims: each claim allocated best
 //! fit across the whole cluster (no node given) and committed, and the cost of single events on
 //! the loaded engine (a node republishing its slices, a claim arriving or going), beside the
@@ -31,6 +35,7 @@ mod controller_path;
 mod engine_run;
 mod go_engine;
 mod report;
+mod topology;
 
 use allocator_workloads::GoHarness;
 use allocator_workloads::bench_workload as workload;
@@ -107,6 +112,12 @@ fn compare(layout: &'static str, version: &'static str, split_layout: bool, with
         validated += checked;
         (ours, go)
     });
+    let topology = with_packing.then(|| {
+        eprintln!("allocator bench {layout}: topology");
+        let (ours, go, checked) = topology::run(&go);
+        validated += checked;
+        (ours, go)
+    });
     Comparison {
         layout,
         version,
@@ -117,6 +128,7 @@ fn compare(layout: &'static str, version: &'static str, split_layout: bool, with
         best_fit,
         events,
         packing,
+        topology,
         validated,
     }
 }
@@ -124,7 +136,7 @@ fn compare(layout: &'static str, version: &'static str, split_layout: bool, with
 fn main() {
     let comparisons = [
         compare("1.35+ split", "0.37.2", true, true),
-        // The engines' choices do not depend on the layout: packing is measured once.
+        // The engines' choices do not depend on the layout: packing and topology are measured once.
         compare("1.34", "0.34.4", false, false),
     ];
     print_table(&comparisons);

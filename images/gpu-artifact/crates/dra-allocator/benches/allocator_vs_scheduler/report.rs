@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::controller_path::EventCosts;
 use crate::engine_run::EngineRun;
+use crate::topology::TopologyRun;
 
 /// One layout against one Go release.
 pub struct Comparison {
@@ -19,6 +20,8 @@ pub struct Comparison {
     pub events: EventCosts,
     /// Ours and Go over the packing workload, where it was measured.
     pub packing: Option<(EngineRun, EngineRun)>,
+    /// Ours and Go over the topology workload, where it was measured.
+    pub topology: Option<(TopologyRun, TopologyRun)>,
     /// Allocations of ours that Go accepted on replay (all of them, or the run panicked).
     pub validated: usize,
 }
@@ -86,6 +89,9 @@ pub fn print_table(comparisons: &[Comparison]) {
                 0,
             );
         }
+        if let Some((ours, go)) = &c.topology {
+            print_topology(ours, go);
+        }
         println!(
             "  controller's path: {:.0} claims/s, p50 {:.1} us, p99 {:.1} us per claim, {} placed",
             claims_per_second(&c.best_fit),
@@ -108,4 +114,35 @@ pub fn print_table(comparisons: &[Comparison]) {
             c.validated
         );
     }
+}
+
+fn print_topology(ours: &TopologyRun, go: &TopologyRun) {
+    let share = TopologyRun::share;
+    row("topology: claims placed", ours.placed as f64, go.placed as f64, 0);
+    row(
+        "  on one NUMA node (%)",
+        share(ours.one_numa_node, ours.placed),
+        share(go.one_numa_node, go.placed),
+        1,
+    );
+    row(
+        "  ... where the node had room (%)",
+        share(ours.had_room_one_numa_node, ours.had_room),
+        share(go.had_room_one_numa_node, go.had_room),
+        1,
+    );
+    row(
+        "  nodes in use (mean)",
+        ours.mean_nodes_in_use(),
+        go.mean_nodes_in_use(),
+        2,
+    );
+    println!(
+        "  topology: 16 nodes x 8 H100 (NUMA 0: cards 0-3, NUMA 1: cards 4-7, two PCIe roots, one NVLink domain), 300 claims of 2 or 4 cards, ~30 alive; packing {}",
+        if ours.mean_nodes_in_use() <= go.mean_nodes_in_use() {
+            "held (ours uses no more nodes than Go)"
+        } else {
+            "NOT held: ours uses more nodes than Go"
+        }
+    );
 }
