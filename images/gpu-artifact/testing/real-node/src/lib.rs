@@ -9,3 +9,4 @@ pub mod module_status;
 pub mod node;
 pub mod operator;
 pub mod proc_hook;
+pub mod process_maps;
