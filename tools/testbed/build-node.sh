@@ -10,6 +10,8 @@
 #     github.com/containernetworking/plugins;
 #   - kube-rbac-proxy for the module's sidecars (tools/testbed/kube-rbac-proxy, on the upstream packages);
 #   - NVIDIA's driver validator from the GPU Operator's Go module (the module's validator DaemonSet);
+#   - NVIDIA's container toolkit (nvidia-container-runtime, nvidia-ctk, nvidia-cdi-hook) from its Go module:
+#     the real node runs it as containerd's default runtime, in CDI mode;
 #   - runc, iptables and busybox-static from Debian's packages (tools/install/node-deps.sh).
 #
 #   build-node.sh [1.34|latest]
@@ -112,3 +114,11 @@ GOMOD
   fi
   exec 8>&-
 fi
+
+# 6. NVIDIA's container toolkit: the runtime, the CLI that writes its CDI spec over NVML (go-nvml opens
+#    libnvidia-ml.so.1 at run time, through cgo) and the hook its CDI spec runs.
+v=$NVIDIA_CONTAINER_TOOLKIT_VERSION
+CGO_ENABLED=1 install_once "$node_cache/nvidia-container-toolkit-$v" "-s -w" \
+  "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime@$v" \
+  "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk@$v" \
+  "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook@$v"

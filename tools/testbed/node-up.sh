@@ -46,6 +46,7 @@ NODE_TOOLS=$tools
 CGROUP_ROOT=gpu-realnode-$id
 CONTAINERD_BIN=$GPU_CACHE/node/containerd-$CONTAINERD_VERSION/bin
 CNI_BIN=$GPU_CACHE/node/cni-plugins-$CNI_PLUGINS_VERSION/bin
+NVIDIA_TOOLKIT_BIN=$GPU_CACHE/node/nvidia-container-toolkit-$NVIDIA_CONTAINER_TOOLKIT_VERSION/bin
 K8S_BIN=$TESTBED_BIN
 K8S_VERSION=$K8S_VERSION
 FEATURE_GATES=$TESTBED_GATES
@@ -102,7 +103,7 @@ if [ "${NODE_MODULE:-1}" != 0 ]; then
   echo "== the module, installed by the test bed's module operator (hooks + helm + apply)" >&2
   HELM_BIN="${HELM_BIN:-$("$repo/tools/install/helm.sh")}" OWNER_PID="$box" setsid "$tools/module-operator" \
     --chart "$repo" --images "$dir/images.json" \
-    --hooks "$target/x86_64-unknown-linux-gnu/debug/gpu-module-hooks" \
+    --hooks "$target/x86_64-unknown-linux-gnu/debug/gpu-module-hooks" --node-host "$NODE_HOST" \
     > "$dir/logs/module-operator.log" 2>&1 < /dev/null &
   echo "$! module-operator" >> "$dir/outside-pids"
 fi

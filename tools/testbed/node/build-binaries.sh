@@ -9,4 +9,4 @@ ws="$(cd "$(dirname "$0")/../../../images/gpu-artifact" && pwd)"
 cd "$ws"
 cargo build --locked -p real-node -p driver-stand-ins -p mock-cuda -p mock-nvml -p gpu-handler
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked --target x86_64-unknown-linux-gnu \
-  -p gpu-node-agent -p gpu-controller -p gpu-dra-controller -p gpu-module-hooks -p gpu-cdi-hook
+  -p gpu-node-agent -p gpu-controller -p gpu-dra-controller -p gpu-module-hooks -p gpu-cdi-hook -p driver-tool

@@ -4,7 +4,8 @@
 """The real node's images, shaped as werf.yaml's final images (same binaries, paths, libraries and
 mount points; the distroless base's users), built from the workspace with oci-image.py:
   - gpu-node-agent, gpu-controller, gpu-dra-controller: the static binary at /app/<name>;
-  - gpu-handler: /app/gpu-handler (dynamic) with glibc and /app/gpu-cdi-hook (static); its mount points;
+  - gpu-handler: /app/gpu-handler (dynamic) with glibc, /app/gpu-cdi-hook and driver-tool as
+    /app/driver-tools/<tool> (static); its mount points;
   - kubeRbacProxy (a common image): /kube-rbac-proxy with Deckhouse's entrypoint;
   - nvidiaValidator: NVIDIA's nvidia-validator with the tools its Pod runs (sh, sleep, test, chroot);
   - the sandbox image registry.k8s.io/pause:3.10, built from the Kubernetes release's pause.c;
@@ -79,7 +80,9 @@ for name, key in [("gpu-node-agent", "gpuNodeAgent"), ("gpu-controller", "gpuCon
         spec = merged(spec, mount_points(name))
     images[key] = build(key, spec)
 handler = merged({"repository": REGISTRY}, BASE, app("gpu-handler", os.path.join(dynamic_dir, "gpu-handler")),
-                 {"files": [[os.path.join(static_dir, "gpu-cdi-hook"), "/app/gpu-cdi-hook", 0o755]]},
+                 {"files": [[os.path.join(static_dir, "gpu-cdi-hook"), "/app/gpu-cdi-hook", 0o755]]
+                  + [[os.path.join(static_dir, "driver-tool"), "/app/driver-tools/" + tool, 0o755]
+                     for tool in ("nvidia-smi", "nvidia-cuda-mps-control")]},
                  mount_points("gpu-handler"),
                  glibc(["libc.so.6", "libm.so.6", "libgcc_s.so.1", "libdl.so.2", "libpthread.so.0"]))
 images["gpuHandler"] = build("gpuHandler", handler)

@@ -122,6 +122,12 @@ start_node() {
   # The kernel's side of the GPUs: a node start is a boot (sysfs as after boot, bindings emulated).
   start kernel-emulator "$NODE_TOOLS/real-node-host" kernel "$NODE_HOST" /dev
   wait_for "kernel emulation" grep -q running "$dir/logs/kernel-emulator.log"
+  # The CDI spec of NVIDIA's runtime, written over NVML as the toolkit's nvidia-cdi-refresh unit writes it
+  # at boot (index and UUID names, and `all`), and the runtime's configuration for containerd's shims.
+  MOCK_NVML_MACHINE=/run/gpu-mock-nvml/machine.yaml MOCK_NVML_STATE=/run/gpu-mock-nvml/state.json \
+    "$NVIDIA_TOOLKIT_BIN/nvidia-ctk" cdi generate --driver-root=/ --nvidia-cdi-hook-path=/usr/bin/nvidia-cdi-hook \
+    --output=/var/run/cdi/nvidia.yaml > "$dir/logs/nvidia-ctk-cdi-generate.log" 2>&1
+  export NVIDIA_CTK_CONFIG_FILE_PATH="$NODE_HOST/etc/nvidia-container-runtime/config.toml"
   start containerd "$CONTAINERD_BIN/containerd" --config "$dir/config/containerd.toml"
   wait_for "containerd socket" test -S /run/containerd/containerd.sock
   start kube-proxy "$K8S_BIN/kube-proxy" --config "$dir/config/kube-proxy.yaml" --v=2

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
-# The real node's configuration files, from <node dir>/node.env: containerd (CRI with CDI, runc with
-# cgroupfs, the kernel's oom_score_adj rule of this machine), the base OCI spec every container starts
-# from, CNI (one bridge), the kubelet and kube-proxy.   write-configs.sh <node dir>
+# The real node's configuration files, from <node dir>/node.env: containerd (CRI with CDI, NVIDIA's
+# runtime as the default over runc with cgroupfs, the kernel's oom_score_adj rule of this machine), the
+# base OCI spec every container starts from, NVIDIA's container toolkit, CNI (one bridge), the kubelet
+# and kube-proxy.   write-configs.sh <node dir>
 set -euo pipefail
 dir="$1"
 source "$dir/node.env"
@@ -27,6 +28,23 @@ spec["process"].setdefault("env", []).extend(["MOCK_NVML_MACHINE=/run/gpu-mock-n
 json.dump(spec, open(sys.argv[2], "w"), indent=1)
 PY
 
+# NVIDIA's container toolkit as an admin installs it on a GPU node for CDI (nvidia-ctk runtime configure
+# --set-as-default, mode "cdi"): nvidia-container-runtime is containerd's default runtime, its hook is in
+# the host's /usr/bin, its configuration in the host's /etc (the fixture host's: containerd is started with
+# NVIDIA_CTK_CONFIG_FILE_PATH naming it). Nothing here refuses GPUs asked for by NVIDIA_VISIBLE_DEVICES:
+# that is the module's NodeGroupConfiguration gpu-nvidia-runtime-envvar.sh, which the test bed's module
+# operator runs on the node as bashible would.
+toolkit_conf="$NODE_HOST/etc/nvidia-container-runtime/config.toml"
+mkdir -p "$(dirname "$toolkit_conf")" "$NODE_HOST/usr/bin"
+install -m 755 "$NVIDIA_TOOLKIT_BIN/nvidia-cdi-hook" "$NODE_HOST/usr/bin/nvidia-cdi-hook"
+cat > "$toolkit_conf" <<TOML
+[nvidia-container-runtime]
+mode = "cdi"
+runtimes = ["$(command -v runc)"]
+debug = "$dir/logs/nvidia-container-runtime.log"
+log-level = "debug"
+TOML
+
 cat > "$config/containerd.toml" <<TOML
 version = 3
 root = "/var/lib/containerd"
@@ -43,7 +61,13 @@ state = "/run/containerd"
   # root here lacks CAP_SYS_RESOURCE: a negative oom_score_adj would be refused.
   restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
-    default_runtime_name = "runc"
+    default_runtime_name = "nvidia"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nvidia]
+      runtime_type = "io.containerd.runc.v2"
+      base_runtime_spec = "$config/base-spec.json"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nvidia.options]
+        BinaryName = "$NVIDIA_TOOLKIT_BIN/nvidia-container-runtime"
+        SystemdCgroup = false
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       base_runtime_spec = "$config/base-spec.json"

@@ -14,7 +14,10 @@ pub struct HandlerConfig {
     /// This node's name (`NODE_NAME`, from the downward API).
     pub node_name: String,
     /// Where NVML is loaded from (`NVML_LIBRARY`, default `libnvidia-ml.so.1` through the `dlopen`
-    /// search path).
+    /// search path). A `:`-separated list of absolute paths is probed in order, the first that exists
+    /// taken (the driver root's library directories differ between distributions): the driver's library
+    /// is opened by its path, never through a search path that would put the host's libc before the
+    /// image's.
     pub nvml_library: PathBuf,
     /// `HEALTH_ADDR`, default `0.0.0.0:8080`.
     pub health_addr: SocketAddr,
@@ -41,7 +44,7 @@ impl HandlerConfig {
             .context("NODE_NAME is required")?;
         let nvml_library = get("NVML_LIBRARY")
             .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| "libnvidia-ml.so.1".into());
+            .map_or_else(|| "libnvidia-ml.so.1".into(), |list| first_existing(&list));
         let health_addr = get("HEALTH_ADDR")
             .unwrap_or_else(|| "0.0.0.0:8080".into())
             .parse()
@@ -64,6 +67,15 @@ impl HandlerConfig {
             nvml_resync,
         })
     }
+}
+
+/// The first of the `:`-separated candidates that exists; the first one when none does (loading it then
+/// fails and says which).
+fn first_existing(candidates: &str) -> String {
+    let mut all = candidates.split(':').filter(|c| !c.is_empty());
+    let first = all.clone().next().unwrap_or(candidates).to_owned();
+    all.find(|c| std::path::Path::new(c).exists())
+        .map_or(first, str::to_owned)
 }
 
 fn health_policy(get: &impl Fn(&str) -> Option<String>) -> anyhow::Result<HealthPolicy> {
@@ -127,6 +139,31 @@ mod tests {
     fn config(pairs: &[(&str, &str)]) -> anyhow::Result<HandlerConfig> {
         let env: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         HandlerConfig::from_lookup(|key| env.get(key).cloned())
+    }
+
+    #[test]
+    fn nvml_is_opened_by_the_first_candidate_path_that_exists() {
+        let dir = std::env::temp_dir().join(format!("nvml-candidates-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("usr/lib64")).unwrap();
+        let found = dir.join("usr/lib64/libnvidia-ml.so.1");
+        std::fs::write(&found, "").unwrap();
+        let debian = dir.join("usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1");
+        let list = format!("{}:{}", debian.display(), found.display());
+        assert_eq!(
+            config(&[("NODE_NAME", "n"), ("NVML_LIBRARY", &list)])
+                .unwrap()
+                .nvml_library,
+            found
+        );
+        std::fs::remove_file(&found).unwrap();
+        assert_eq!(
+            config(&[("NODE_NAME", "n"), ("NVML_LIBRARY", &list)])
+                .unwrap()
+                .nvml_library,
+            debian,
+            "none there: the first one, whose load then fails naming it"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

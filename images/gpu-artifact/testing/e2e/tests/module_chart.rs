@@ -443,6 +443,40 @@ fn dashboards_and_rules_come_from_lib_helm() {
     );
 }
 
+/// gpu-handler maps one glibc, the image's: NVML opened by its path in the driver root, no search path
+/// naming a host directory (the host's libc.so.6 there would load under the image's loader), and the
+/// driver's tools run through driver-tool, in a chroot into the driver root. DCGM's search path names
+/// the image's own directory before the driver root's.
+#[test]
+fn node_components_load_no_library_of_the_host_but_the_drivers() {
+    let objects = render_chart(&["driver-ready"]);
+    let handler = daemonset(&objects, "gpu-handler")["spec"]["template"]["spec"]["containers"][0].clone();
+    let names: Vec<&str> = handler["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"LD_LIBRARY_PATH"), "gpu-handler: {names:?}");
+    let nvml = env(&objects, "gpu-handler", "gpu-handler", "NVML_LIBRARY");
+    assert!(
+        nvml.split(':')
+            .all(|c| c.starts_with("/driver-root/") && c.ends_with("/libnvidia-ml.so.1")),
+        "{nvml}"
+    );
+    assert_eq!(
+        env(&objects, "gpu-handler", "gpu-handler", "NVIDIA_SMI"),
+        "/app/driver-tools/nvidia-smi"
+    );
+    assert_eq!(
+        env(&objects, "gpu-handler", "gpu-handler", "NVIDIA_MPS_CONTROL"),
+        "/app/driver-tools/nvidia-cuda-mps-control"
+    );
+    let dcgm = env(&objects, "gpu-dcgm", "dcgm", "LD_LIBRARY_PATH");
+    let first_host = dcgm.split(':').position(|d| d.starts_with("/driver-root")).unwrap();
+    assert_eq!(first_host, 1, "the image's directory alone comes first: {dcgm}");
+}
+
 #[test]
 fn the_handler_gets_the_health_policy_of_the_module_config() {
     let objects = render_chart(&["driver-ready"]);

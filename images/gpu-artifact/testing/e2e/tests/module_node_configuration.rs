@@ -15,6 +15,13 @@ use serde_json::{Value, json};
 use support::rendered_rbac::{helm_binary, of_kind, render_chart};
 
 const CDI_CONF: &str = "etc/containerd/conf.d/gpu-cdi.toml";
+/// Every host path the module's NodeGroupConfigurations touch.
+const HOST_PATHS: [&str; 4] = [
+    "/sys/bus/pci/devices",
+    "/etc/containerd/",
+    "/etc/nvidia-container-runtime/",
+    "/etc/kubernetes/",
+];
 
 /// The content of the chart's NodeGroupConfiguration `name`.
 fn configuration(name: &str) -> String {
@@ -28,31 +35,7 @@ fn configuration(name: &str) -> String {
 /// The script bashible would run: `content` rendered by helm's Go templates with the bashible
 /// context `context` (`cri`, `nodeGroup`).
 fn bashible_render(content: &str, context: &Value) -> String {
-    let chart = tempfile::tempdir().unwrap();
-    fs::write(
-        chart.path().join("Chart.yaml"),
-        "apiVersion: v2\nname: step\nversion: 0.1.0\n",
-    )
-    .unwrap();
-    fs::write(chart.path().join("step.tpl"), content).unwrap();
-    fs::create_dir(chart.path().join("templates")).unwrap();
-    // helm checks that its output is YAML: the script goes into a block scalar.
-    fs::write(
-        chart.path().join("templates/step.yaml"),
-        "script: |\n{{ tpl (.Files.Get \"step.tpl\") .Values | indent 2 }}\n",
-    )
-    .unwrap();
-    fs::write(chart.path().join("context.json"), context.to_string()).unwrap();
-    let out = Command::new(helm_binary())
-        .args(["template", "step"])
-        .arg(chart.path())
-        .arg("-f")
-        .arg(chart.path().join("context.json"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rendered: Value = serde_yaml::from_slice(&out.stdout).unwrap();
-    rendered["script"].as_str().unwrap().to_owned()
+    testbed::bashible::render(&helm_binary(), content, context).unwrap()
 }
 
 /// A node as files, with the stand-ins of bashible's commands and crictl.
@@ -112,14 +95,7 @@ impl Node {
     /// Runs `script` as bashible runs a step (bash, errexit, pipefail), host paths under the root.
     fn run(&self, script: &str) {
         let root = self.root.path().display().to_string();
-        let moved = script
-            .replace("/sys/bus/pci/devices", &format!("{root}/sys/bus/pci/devices"))
-            .replace("/etc/containerd/", &format!("{root}/etc/containerd/"))
-            .replace(
-                "/etc/nvidia-container-runtime/",
-                &format!("{root}/etc/nvidia-container-runtime/"),
-            )
-            .replace("/etc/kubernetes/", &format!("{root}/etc/kubernetes/"));
+        let moved = testbed::bashible::moved(script, self.root.path(), &HOST_PATHS);
         self.write("step.sh", &moved);
         let out = Command::new("bash")
             .args(["-Eeo", "pipefail"])

@@ -11,3 +11,4 @@ pub mod node;
 pub mod node_files;
 pub mod operator;
 pub mod proc_hook;
+pub mod process_maps;

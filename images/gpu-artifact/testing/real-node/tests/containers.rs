@@ -143,18 +143,8 @@ async fn a_container_without_a_claim_gets_no_gpu() {
 async fn an_mps_share_gets_the_daemons_pipe_and_shared_memory() {
     let _cards = CARDS.lock().await;
     let (node, client) = ready().await;
-    apply(
-        &client,
-        &serde_json::json!({"apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": node.name, "labels": {"gpu.deckhouse.io/allow-mps": "true"}}}),
-    )
-    .await;
     let ns = namespace(&client, "mps").await;
-    apply(&client, &serde_json::json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"name": "half", "namespace": &*ns},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-mps",
-            "selectors": [{"cel": {"expression": "device.attributes[\"gpu.deckhouse.io\"].device == \"h100-sxm5-80gb\""}}],
-            "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": "50"}}}}]}}})).await;
+    mps_share_claim(&client, &node.name, &ns, "half", 50).await;
     let script = format!("{SHOW_GPUS}; echo '## mps'; ls -l /tmp/nvidia-mps; ls /dev/shm");
     let out = run_to_end(&client, &ns, &workload_pod("share", &script, &[("gpu", "half")], &[])).await;
     assert_eq!(gpu_lines(&out).len(), 1, "{out}");

@@ -8,6 +8,7 @@
 //!
 //! Never used by product code.
 
+pub mod bashible;
 mod cluster;
 mod component;
 mod namespace;

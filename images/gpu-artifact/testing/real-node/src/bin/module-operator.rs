@@ -1,4 +1,4 @@
-//! module-operator --chart <module root> --images <images.json> --hooks <gpu-module-hooks>
+//! module-operator --chart <module root> --images <images.json> --hooks <gpu-module-hooks> [--node-host <dir>]
 //! (HELM_BIN, KUBECONFIG, OWNER_PID): installs the module and keeps it converged; see
 //! `real_node::operator`.
 
@@ -22,6 +22,7 @@ async fn main() -> anyhow::Result<()> {
         hooks_binary: arg("--hooks")?,
         helm: PathBuf::from(std::env::var("HELM_BIN")?),
         owner_pid: std::env::var("OWNER_PID").ok().and_then(|p| p.parse().ok()),
+        node_host: arg("--node-host").ok(),
     };
     operator::run(config).await
 }

@@ -5,11 +5,12 @@
 //!   real-node-host reboot <root> <state>   a new boot id; the mock GPUs' state after a power cycle
 //!   real-node-host proc-hook               the OCI createContainer hook (OCI state on stdin)
 //!   real-node-host wait-node-ready <node> <seconds>   (KUBECONFIG) then labels it a system node
+//!   real-node-host maps <pid>              the process's maps as it sees its own files
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use real_node::{host, node, proc_hook};
+use real_node::{host, node, proc_hook, process_maps};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,12 +23,16 @@ fn main() -> ExitCode {
         ["kernel", root, dev] => host::run_kernel(root.as_ref(), dev.as_ref()),
         ["reboot", root, state] => host::reboot(root.as_ref(), state.as_ref()).map(|id| println!("boot id {id}")),
         ["proc-hook"] => proc_hook::run(),
+        ["maps", pid] => pid
+            .parse()
+            .map_err(anyhow::Error::from)
+            .and_then(process_maps::print_maps),
         ["wait-node-ready", name, seconds] => seconds
             .parse()
             .map_err(anyhow::Error::from)
             .and_then(|s| node::wait_node_ready_blocking(name, s)),
         _ => {
-            eprintln!("usage: real-node-host build|devices|kernel|reboot|proc-hook|wait-node-ready ...");
+            eprintln!("usage: real-node-host build|devices|kernel|reboot|proc-hook|wait-node-ready|maps ...");
             return ExitCode::from(2);
         }
     };

@@ -1,11 +1,12 @@
 //! The real node's host: the fixture host of an 8 x H100 SXM5 node with an A30 besides (so MIG
 //! profiles of both models, whole cards, shares and VFIO all have a card), laid out where the node's
 //! namespaces show it (`sys`, `proc/driver`, `proc/sys/kernel/random/boot_id`), the driver installed
-//! on the host (the `usr` tree laid over the machine's `/usr`: nvidia-smi, the libraries, pci.ids),
-//! and the mock NVML's machine description.
+//! on the host (the `usr` tree laid over the machine's `/usr`: nvidia-smi, the libraries, pci.ids, and
+//! a glibc build of the host's own that is not the images'), and the mock NVML's machine description.
 
 mod devices;
 mod driver_root;
+mod host_glibc;
 mod kernel;
 mod kernel_modules;
 mod reboot;
@@ -45,6 +46,7 @@ pub fn build(root: &Path, tools: &Path) -> anyhow::Result<()> {
     let host = HostTree::at(root);
     compose(&host);
     install_driver_root(&host, tools)?;
+    host_glibc::install_host_glibc(root)?;
     install_driver_modules(&root.join("usr"))?;
     write_proc_devices(root)?;
     driver_root::install_mock_machine(&host)?;

@@ -2,9 +2,11 @@
 //! the way Deckhouse does and keeps it converged. Once: the module's `onStartup` hooks. Then every
 //! round (as Deckhouse runs on every event of what the hooks watch): the `beforeHelm` hooks in order
 //! through their own protocol ([`hooks`]), the chart rendered by the real helm with the resulting
-//! values ([`values`], [`manifests`]), and what changed applied. It also provides what Deckhouse's
-//! own modules give every module: the `d8:rbac-proxy` ClusterRole the kube-rbac-proxy sidecars bind.
+//! values ([`values`], [`manifests`]), and what changed applied; the chart's NodeGroupConfigurations run
+//! on the node as bashible runs them ([`bashible`]). It also provides what Deckhouse's own modules give
+//! every module: the `d8:rbac-proxy` ClusterRole the kube-rbac-proxy sidecars bind.
 
+pub mod bashible;
 pub mod hooks;
 pub mod manifests;
 pub mod values;
@@ -30,6 +32,9 @@ pub struct OperatorConfig {
     pub hooks_binary: PathBuf,
     /// The operator ends when this process does (the node's init).
     pub owner_pid: Option<u32>,
+    /// The node's host (the fixture host), where the chart's NodeGroupConfigurations run; none: they
+    /// do not run.
+    pub node_host: Option<PathBuf>,
 }
 
 const ROUND: Duration = Duration::from_secs(2);
@@ -64,6 +69,10 @@ pub async fn run(config: OperatorConfig) -> anyhow::Result<()> {
     }
     let mut applied = BTreeSet::new();
     let mut last_render = String::new();
+    let mut bashible = config
+        .node_host
+        .clone()
+        .map(|host| bashible::Bashible::new(config.helm.clone(), host));
     loop {
         if config
             .owner_pid
@@ -71,7 +80,17 @@ pub async fn run(config: OperatorConfig) -> anyhow::Result<()> {
         {
             return Ok(());
         }
-        match round(&client, &config, &hooks, &mut values, &mut applied, &mut last_render).await {
+        match round(
+            &client,
+            &config,
+            &hooks,
+            &mut values,
+            &mut applied,
+            &mut last_render,
+            &mut bashible,
+        )
+        .await
+        {
             Ok(Some(summary)) => log(&summary),
             Ok(None) => {}
             Err(error) => log(&format!("round failed: {error:#}")),
@@ -88,6 +107,7 @@ async fn round(
     values: &mut Value,
     applied: &mut BTreeSet<manifests::ObjectKey>,
     last_render: &mut String,
+    bashible: &mut Option<bashible::Bashible>,
 ) -> anyhow::Result<Option<String>> {
     for hook in hooks.phase(|h| h.before_helm) {
         hooks.run(client, &hook, "beforeHelm", values).await?;
@@ -99,12 +119,16 @@ async fn round(
     }
     let (done, errors) = manifests::apply_all(client, &objects, applied).await;
     *applied = done;
+    let steps = match bashible {
+        Some(bashible) => bashible.converge(&objects)?,
+        None => Vec::new(),
+    };
     if errors.is_empty() {
         last_render.clone_from(&digest);
     }
     let bootstrap = &values["gpu"]["internal"]["bootstrap"];
     Ok(Some(format!(
-        "applied {} objects (render {}), bootstrap {}, errors: {errors:?}",
+        "applied {} objects (render {}), bootstrap {}, node configuration steps run: {steps:?}, errors: {errors:?}",
         applied.len(),
         &digest[..12],
         bootstrap

@@ -22,6 +22,21 @@ pub async fn claim(client: &Client, namespace: &str, name: &str, class: &str, co
     .await;
 }
 
+/// MPS allowed on `node`, and a ResourceClaim `name` in `namespace` of `percent` of an H100 through MPS.
+pub async fn mps_share_claim(client: &Client, node: &str, namespace: &str, name: &str, percent: u32) {
+    apply(
+        client,
+        &json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": node, "labels": {"gpu.deckhouse.io/allow-mps": "true"}}}),
+    )
+    .await;
+    apply(client, &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-mps",
+            "selectors": [{"cel": {"expression": "device.attributes[\"gpu.deckhouse.io\"].device == \"h100-sxm5-80gb\""}}],
+            "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": percent.to_string()}}}}]}}})).await;
+}
+
 /// The devices of claim `name` once it is allocated, each with its `uuid` attribute from the
 /// node's slices (a MIG offer's card's `parentUUID`). Call it while the claim's Pod runs: the claim
 /// is deallocated when the Pod is done.

@@ -19,7 +19,7 @@ use std::time::Duration;
 use kube::Client;
 use real_node::node::RealNode;
 
-pub use claims::{allocated_uuids, claim};
+pub use claims::{allocated_uuids, claim, mps_share_claim};
 pub use namespaces::{TestNamespace, apply, apply_example_device_classes, delete_namespace, namespace};
 pub use pods::{SHOW_GPUS, create_pod, finish_run, logs, run_to_end, section, try_logs, wait_phase, workload_pod};
 pub use scrape::{sample, scrape};
