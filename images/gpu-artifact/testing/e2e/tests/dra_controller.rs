@@ -238,7 +238,11 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
 
     // 4. Bad input is explained on the claim (and on the Pod waiting for it).
     create(&claims, &claim("no-class", "no-such-class", None)).await;
-    create(&ns.api::<Pod>(), &gated_claim_pod("no-class-user", node.name(), "no-class")).await;
+    create(
+        &ns.api::<Pod>(),
+        &gated_claim_pod("no-class-user", node.name(), "no-class"),
+    )
+    .await;
     let note = event_note(&ns, "no-class", "CannotAllocate").await;
     assert!(
         note.contains("no-such-class") && note.contains("does not exist"),
@@ -246,7 +250,11 @@ async fn the_controller_allocates_what_the_scheduler_does_not_and_audits_the_res
     );
     let bad_cel = r#"device.attributes["gpu.deckhouse.io"].noSuchAttribute == "x""#;
     create(&claims, &claim("bad-cel", &mig_class, Some(bad_cel))).await;
-    create(&ns.api::<Pod>(), &gated_claim_pod("bad-cel-user", node.name(), "bad-cel")).await;
+    create(
+        &ns.api::<Pod>(),
+        &gated_claim_pod("bad-cel-user", node.name(), "bad-cel"),
+    )
+    .await;
     let note = event_note(&ns, "bad-cel", "CannotAllocate").await;
     assert!(
         note.contains("noSuchAttribute"),
