@@ -22,7 +22,7 @@ use hardware_status::handler::{self, HandlerLinks};
 use hardware_status::health_metrics::HealthMetrics;
 use hardware_status::health_tracker::HealthFiles;
 use hardware_status::vendor_link::BackendLoader;
-use kubelet_plugin::{DRIVER_NAME, PluginServer};
+use kubelet_plugin::{DRIVER_NAME, PluginServer, SERVING_GATE, follow_serving};
 use nvidia_backend::{NvidiaBackend, NvidiaBackendConfig};
 use prometheus_client::registry::Registry;
 use slice_publication::{PublicationMetrics, PublisherConfig};
@@ -64,6 +64,7 @@ async fn run() -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     let readiness = Readiness::default();
     readiness.register(REGISTERED_GATE);
+    readiness.register(SERVING_GATE);
     // The metrics name themselves `gpu_handler_*`: a registry prefix would double it.
     let mut registry = Registry::default();
     let metrics = PublicationMetrics::register(&mut registry);
@@ -116,6 +117,8 @@ async fn run() -> anyhow::Result<()> {
         async move { claims.keep_up(plugin.mps_supervise_interval).await }
     });
     let server = PluginServer::start_with_health(plugin.plugin(), claims, Some(health_feed), shutdown.clone()).await?;
+    // A server that stops (its listener failed) leaves the node unable to prepare: not ready.
+    tokio::spawn(follow_serving(server.stopped_serving(), readiness.clone()));
     tokio::spawn(follow_registration(
         server.registered(),
         readiness.clone(),

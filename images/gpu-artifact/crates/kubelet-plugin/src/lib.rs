@@ -16,6 +16,7 @@ mod health_service;
 mod preparer;
 mod registration;
 mod server;
+mod serving;
 mod socket;
 mod uds_authority;
 
@@ -24,4 +25,5 @@ pub use health_service::{DeviceHealthReport, HEALTH_TIMEOUT_SECONDS, HEARTBEAT, 
 pub use preparer::{ClaimPreparer, ClaimRef, PreparedDevice};
 pub use registration::{DRA_PLUGIN_TYPE, HEALTH_SERVICES, SUPPORTED_VERSIONS};
 pub use server::PluginServer;
+pub use serving::{SERVING_GATE, follow_serving};
 pub use socket::SocketError;

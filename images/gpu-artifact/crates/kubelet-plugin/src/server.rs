@@ -1,17 +1,15 @@
 //! Starting and stopping the plugin: the DRA socket first (the kubelet dials the endpoint right
-//! after registration), then the registration socket; both served until shutdown, then removed.
+//! after registration), then the registration socket; both served until shutdown, then removed. A
+//! server that stops before shutdown says why ([`PluginServer::stopped_serving`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use component_base::Shutdown;
-use futures::TryStreamExt;
 use kubelet_plugin_api::registration::registration_server::RegistrationServer;
 use kubelet_plugin_api::{dra_health_v1, dra_health_v1alpha1, dra_health_v1beta1, dra_v1, dra_v1beta1};
-use tokio::net::UnixListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::Server;
 use tonic::transport::server::Router;
 
@@ -20,14 +18,15 @@ use crate::dra_service::DraService;
 use crate::health_service::{HealthFeed, HealthService};
 use crate::preparer::ClaimPreparer;
 use crate::registration::RegistrationService;
+use crate::serving::{StopReport, connections};
 use crate::socket::{BoundSocket, SocketError};
-use crate::uds_authority::LocalAuthority;
 
 /// The running plugin: both sockets served until the shutdown token fires.
 pub struct PluginServer {
     dra_socket: PathBuf,
     registration_socket: PathBuf,
     registered: watch::Receiver<bool>,
+    stopped: watch::Receiver<Option<String>>,
     servers: Vec<JoinHandle<()>>,
 }
 
@@ -87,7 +86,14 @@ impl PluginServer {
                     .clone()
                     .map(dra_health_v1alpha1::dra_resource_health_server::DraResourceHealthServer::new),
             );
-        let dra_server = serve("DRA", dra_router, dra_listener, dra_bound, shutdown.clone());
+        let (report, stopped) = StopReport::new();
+        let dra_server = serve(
+            "DRA",
+            dra_router,
+            (dra_listener, dra_bound),
+            shutdown.clone(),
+            report.clone(),
+        );
 
         let (registered_tx, registered) = watch::channel(false);
         let registration = RegistrationService::new(
@@ -100,9 +106,9 @@ impl PluginServer {
         let registration_server = serve(
             "registration",
             registration_router,
-            registration_listener,
-            registration_bound,
+            (registration_listener, registration_bound),
             shutdown,
+            report,
         );
         tracing::info!(
             driver = %config.driver_name,
@@ -114,6 +120,7 @@ impl PluginServer {
             dra_socket,
             registration_socket,
             registered,
+            stopped,
             servers: vec![dra_server, registration_server],
         })
     }
@@ -132,6 +139,12 @@ impl PluginServer {
         self.registered.clone()
     }
 
+    /// Why a server stopped before shutdown (`None` while both serve): its listener failed or was
+    /// closed. For readiness ([`crate::follow_serving`]); the log says it too.
+    pub fn stopped_serving(&self) -> watch::Receiver<Option<String>> {
+        self.stopped.clone()
+    }
+
     /// Waits until both servers have stopped after shutdown and their socket files are removed.
     pub async fn stopped(self) {
         for server in self.servers {
@@ -143,18 +156,27 @@ impl PluginServer {
 fn serve(
     what: &'static str,
     router: Router,
-    listener: UnixListener,
-    socket: BoundSocket,
+    (listener, socket): (std::os::unix::net::UnixListener, BoundSocket),
     shutdown: Shutdown,
+    report: StopReport,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         // The kubelet's plugin watcher sends an authority h2 refuses (see uds_authority).
-        let incoming = UnixListenerStream::new(listener).map_ok(LocalAuthority::new);
-        if let Err(error) = router
-            .serve_with_incoming_shutdown(incoming, async move { shutdown.cancelled().await })
-            .await
-        {
-            tracing::error!(server = what, %error, "kubelet plugin server failed");
+        match connections(listener, socket.clone(), what, report.clone()) {
+            Ok(incoming) => {
+                let served = router
+                    .serve_with_incoming_shutdown(incoming, {
+                        let shutdown = shutdown.clone();
+                        async move { shutdown.cancelled().await }
+                    })
+                    .await;
+                if let Err(error) = served
+                    && !shutdown.is_triggered()
+                {
+                    report.stopped(what, &error.to_string());
+                }
+            }
+            Err(error) => report.stopped(what, &format!("its listener cannot be watched: {error}")),
         }
         socket.remove();
     })

@@ -8,7 +8,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixStream;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
@@ -25,7 +25,7 @@ pub enum SocketError {
 /// A socket file we bound, identified so that we never remove a successor's: the inode number
 /// alone is not enough (a successor's file often reuses the freed inode), its change time tells
 /// the two files apart.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct BoundSocket {
     path: PathBuf,
     identity: FileIdentity,
@@ -38,8 +38,9 @@ fn identity(metadata: &std::fs::Metadata) -> FileIdentity {
 }
 
 impl BoundSocket {
-    /// Binds `path`, creating its directory and replacing a stale socket file.
-    pub(crate) async fn bind(path: &Path) -> Result<(UnixListener, Self), SocketError> {
+    /// Binds `path`, creating its directory and replacing a stale socket file; the listener is
+    /// non-blocking.
+    pub(crate) async fn bind(path: &Path) -> Result<(std::os::unix::net::UnixListener, Self), SocketError> {
         let io_error = |action| {
             let path = path.to_owned();
             move |source| SocketError::Io { path, action, source }
@@ -68,6 +69,16 @@ impl BoundSocket {
         Ok((listener, socket))
     }
 
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the file at its path is still the socket we bound (not removed, not replaced): only
+    /// then can the kubelet reach it.
+    pub(crate) fn in_place(&self) -> bool {
+        std::fs::metadata(&self.path).is_ok_and(|metadata| identity(&metadata) == self.identity)
+    }
+
     /// Removes the socket file if it is still the one we bound.
     pub(crate) fn remove(&self) {
         match std::fs::metadata(&self.path) {
@@ -86,7 +97,7 @@ impl BoundSocket {
 /// narrowed before the bind, and Linux gives the file it binds that mode less the umask
 /// (`unix_bind` in net/unix/af_unix.c), which no sane umask narrows further. No window in which
 /// the file is wider, and no temporary name the kubelet's plugin watcher would see.
-fn bind_private(path: &Path) -> io::Result<UnixListener> {
+fn bind_private(path: &Path) -> io::Result<std::os::unix::net::UnixListener> {
     use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
     let socket = rustix::net::socket_with(
         AddressFamily::UNIX,
@@ -97,7 +108,7 @@ fn bind_private(path: &Path) -> io::Result<UnixListener> {
     rustix::fs::fchmod(&socket, rustix::fs::Mode::from_raw_mode(0o600))?;
     rustix::net::bind(&socket, &SocketAddrUnix::new(path)?)?;
     rustix::net::listen(&socket, LISTEN_BACKLOG)?;
-    UnixListener::from_std(std::os::unix::net::UnixListener::from(socket))
+    Ok(std::os::unix::net::UnixListener::from(socket))
 }
 
 /// The backlog of a listening socket (Go's and tokio's default on Linux).

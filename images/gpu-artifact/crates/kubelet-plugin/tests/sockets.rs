@@ -118,3 +118,51 @@ async fn only_the_owner_may_connect_to_the_sockets() {
     plugin.shutdown.trigger();
     plugin.server.stopped().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_listener_is_closed_says_it_stopped_and_why() {
+    let plugin = start_plugin().await;
+    let mut stopped = plugin.server.stopped_serving();
+    assert_eq!(*stopped.borrow(), None, "both serve");
+    // A connection the server keeps (as the kubelet's health stream is kept): the stop is said
+    // while the server still drains it.
+    let kept = tokio::net::UnixStream::connect(plugin.server.dra_socket())
+        .await
+        .unwrap();
+    testbed::close_listener(std::process::id(), plugin.server.dra_socket());
+    let reason = stopped.wait_for(Option::is_some).await.unwrap().clone().unwrap();
+    assert!(
+        reason.starts_with("the DRA server stopped: its listening socket was shut down"),
+        "{reason}"
+    );
+    // Its socket is gone: the kubelet sees no plugin rather than one that never answers.
+    assert!(!plugin.server.dra_socket().exists());
+
+    testbed::close_listener(std::process::id(), plugin.server.registration_socket());
+    let reason = stopped
+        .wait_for(|r| r.as_deref().is_some_and(|r| r.contains("registration")))
+        .await
+        .unwrap()
+        .clone()
+        .unwrap();
+    assert!(reason.contains("; the registration server stopped: "), "{reason}");
+    drop(kept);
+    plugin.shutdown.trigger();
+    plugin.server.stopped().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_socket_file_is_removed_says_it_stopped_and_why() {
+    let plugin = start_plugin().await;
+    let mut stopped = plugin.server.stopped_serving();
+    // The listener still accepts, but the kubelet finds the plugin by its path.
+    std::fs::remove_file(plugin.server.registration_socket()).unwrap();
+    let reason = stopped.wait_for(Option::is_some).await.unwrap().clone().unwrap();
+    assert!(
+        reason.starts_with("the registration server stopped: its socket file ")
+            && reason.ends_with("was removed or replaced, so the kubelet cannot reach it"),
+        "{reason}"
+    );
+    plugin.shutdown.trigger();
+    plugin.server.stopped().await;
+}

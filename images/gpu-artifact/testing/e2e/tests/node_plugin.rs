@@ -244,3 +244,43 @@ async fn a_handler_killed_mid_prepare_leaks_nothing_and_the_retry_completes() {
     assert_eq!(node.checkpoint()["data"]["claims"][&uid]["state"], "PrepareCompleted");
     assert!(node.cdi_file(&uid).exists());
 }
+
+/// The handler's `/readyz`: the status code and body.
+fn readyz(port: u16) -> (String, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "2", "-w", "\n%{http_code}"])
+        .arg(format!("http://127.0.0.1:{port}/readyz"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or((&text, ""));
+    (code.to_owned(), body.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_server_that_stops_makes_the_handler_not_ready_and_says_why() {
+    let node = PluginNode::start("plugin-serving", NamedHost::A30Pcie, &[]).await;
+    support::components::wait_ready(node.handler_port, &node.handler).await;
+    let plugins = plugin_node::kubelet_root(&node.s).join("plugins/gpu.deckhouse.io/dra.sock");
+    let registration = plugin_node::kubelet_root(&node.s).join("plugins_registry/gpu.deckhouse.io-reg.sock");
+
+    for (socket, server) in [(&plugins, "DRA"), (&registration, "registration")] {
+        testbed::close_listener(node.handler.pid(), socket);
+        let said = testbed::wait_until(
+            &format!("gpu-handler not ready once its {server} listener is closed"),
+            Duration::from_secs(60),
+            || async {
+                let (code, body) = readyz(node.handler_port);
+                let logged = node.handler.log().contains(&format!("the {server} server stopped"));
+                Ok(if code == "503" && body.contains("kubelet-plugin-serving") && logged {
+                    testbed::Progress::Done(body)
+                } else {
+                    testbed::Progress::Pending(format!("/readyz {code} {body}; logged: {logged}"))
+                })
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n--- gpu-handler log ---\n{}", node.handler.log()));
+        assert!(said.starts_with("not ready:"), "{said}");
+    }
+}

@@ -11,6 +11,7 @@
 pub mod bashible;
 mod cluster;
 mod component;
+mod listener;
 mod namespace;
 mod node;
 mod port;
@@ -19,6 +20,7 @@ mod wait;
 
 pub use cluster::{TestCluster, start_control_plane};
 pub use component::{ComponentProcess, component_binary};
+pub use listener::close_listener;
 pub use namespace::{OWNER_LABEL, TestNamespace};
 pub use node::ReadyNode;
 pub use port::ReservedPort;
