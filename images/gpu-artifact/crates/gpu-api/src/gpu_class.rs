@@ -77,7 +77,8 @@ pub struct GPUClassSpec {
     #[schemars(extend("items" = {"type": "string", "maxLength": 253, "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"}))]
     pub names: Option<Vec<String>>,
     /// The extended resource Pods ask for (`resources.limits`), `gpu.deckhouse.io/<name>` when
-    /// absent. One name belongs to one class: a second class asking for it is not Ready.
+    /// absent. One name belongs to one class: a second class asking for it gets its DeviceClass
+    /// without the name, and its Ready condition says who holds it (ExtendedResourceConflict).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 317))]
     #[schemars(regex(
@@ -236,9 +237,9 @@ impl AllocationPolicy {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GPUClassStatus {
-    /// `Ready`: True when the DeviceClass is applied and devices of the class are published;
-    /// False with the reason (Invalid, DeviceClassNotManaged, ExtendedResourceConflict, ApplyFailed,
-    /// LabelNotFound, NoMatchingDevices).
+    /// `Ready`: True when the DeviceClass is applied and devices of the class are published (reason
+    /// ExtendedResourceConflict when another class holds its extended resource name); False with the
+    /// reason (Invalid, DeviceClassNotManaged, ApplyFailed, LabelNotFound, NoMatchingDevices).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Option<Vec<Condition>>,

@@ -1,6 +1,7 @@
 //! One GPUClass reconciled: its DeviceClass brought in line (created, put back after a hand edit,
-//! deleted when the class can no longer be rendered, never touched when it is someone else's), then
-//! its status from what was found and the device counts.
+//! rendered without an extended resource name another class holds, deleted when the class can no
+//! longer be rendered, never touched when it is someone else's), then its status from what was found
+//! and the device counts.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +11,7 @@ use controller_plumbing::EventPublisher;
 use dra_cel::SelectorCache;
 use gpu_api::{ClassDeviceCounts, GPUClass, GeneratedObjects};
 use gpu_class::ownership::{made_from, resource_holder};
-use gpu_class::readiness::{Blocker, ClassFindings, ready_condition};
+use gpu_class::readiness::{Blocker, ClassFindings, ResourceConflict, ready_condition};
 use gpu_class::{Rendered, render};
 use k8s_openapi::api::resource::v1::DeviceClass;
 use kube::runtime::controller::Action;
@@ -58,7 +59,12 @@ pub(crate) async fn reconcile(class: Arc<GPUClass>, ctx: Arc<Context>) -> Result
             }
             findings.blocker = Some(blocker);
         }
-        Ok(rendered) => {
+        Ok((rendered, conflict)) => {
+            if let Some(conflict) = &conflict {
+                tracing::warn!(gpuclass = %name, resource = %conflict.resource, holder = %conflict.holder,
+                    "extended resource name held by another class; rendering the DeviceClass without it");
+            }
+            findings.conflict = conflict;
             selectors = selector_texts(&rendered.device_class);
             findings.missing_label_keys = rendered.selection.missing_keys.clone();
             match device_class_writes::apply(&ctx.device_classes, &rendered.device_class, existing.as_deref()).await {
@@ -99,26 +105,33 @@ pub(crate) async fn reconcile(class: Arc<GPUClass>, ctx: Arc<Context>) -> Result
 }
 
 /// Renders the class, or says what stops it: a DeviceClass of its name that is not ours, a spec
-/// that cannot be rendered, an extended resource name another class or DeviceClass holds.
-fn decide(class: &GPUClass, existing: Option<&DeviceClass>, ctx: &Context) -> Result<Rendered, Blocker> {
+/// that cannot be rendered. An extended resource name another class or DeviceClass holds stops
+/// nothing: the DeviceClass is rendered without it (two DeviceClasses with one name would leave the
+/// scheduler to pick one), and the conflict is returned beside it.
+fn decide(
+    class: &GPUClass,
+    existing: Option<&DeviceClass>,
+    ctx: &Context,
+) -> Result<(Rendered, Option<ResourceConflict>), Blocker> {
     if existing.is_some_and(|dc| !made_from(dc, &class.name_any())) {
         return Err(Blocker::DeviceClassNotManaged);
     }
     let gpus = ctx.view.physical_gpus.state();
     let gpu_refs: Vec<_> = gpus.iter().map(|g| g.as_ref()).collect();
-    let rendered = render(class, &gpu_refs, &ctx.cel).map_err(Blocker::Invalid)?;
+    let mut rendered = render(class, &gpu_refs, &ctx.cel).map_err(Blocker::Invalid)?;
     let classes = ctx.class_store.state();
     let class_refs: Vec<_> = classes.iter().map(|c| c.as_ref()).collect();
     let device_classes = ctx.view.device_classes.state();
     let device_class_refs: Vec<_> = device_classes.iter().map(|d| d.as_ref()).collect();
     let resource = &rendered.extended_resource_name;
-    if let Some(holder) = resource_holder(class, resource, &class_refs, &device_class_refs) {
-        return Err(Blocker::Conflict {
-            resource: resource.clone(),
-            holder,
-        });
+    let conflict = resource_holder(class, resource, &class_refs, &device_class_refs).map(|holder| ResourceConflict {
+        resource: resource.clone(),
+        holder,
+    });
+    if conflict.is_some() {
+        rendered.device_class.spec.extended_resource_name = None;
     }
-    Ok(rendered)
+    Ok((rendered, conflict))
 }
 
 fn selector_texts(device_class: &DeviceClass) -> Vec<String> {

@@ -1,7 +1,8 @@
 //! The status of a GPUClass: `Ready` with its reason, the generation it describes, what was
 //! rendered and the device counts. Written by server-side apply under our field manager only when
 //! it differs from what is stored; the transition time moves only when Ready's status does. An
-//! Event on the GPUClass tells each change of reason (Warning when not Ready).
+//! Event on the GPUClass tells each change of reason (Warning when not Ready, or ready with an
+//! extended resource conflict).
 
 use controller_plumbing::EventPublisher;
 use gpu_api::{ClassDeviceCounts, GPUClass, GPUClassStatus, GeneratedObjects};
@@ -71,13 +72,13 @@ pub(crate) async fn write_status(
     .await?;
     if previous.map(|c| c.reason.as_str()) != Some(verdict.reason) {
         let reference = class.object_ref(&());
-        if verdict.status == "True" {
+        if verdict.is_warning() {
             events
-                .normal(&reference, verdict.reason, "Render", verdict.message)
+                .warning(&reference, verdict.reason, "Render", verdict.message)
                 .await;
         } else {
             events
-                .warning(&reference, verdict.reason, "Render", verdict.message)
+                .normal(&reference, verdict.reason, "Render", verdict.message)
                 .await;
         }
     }

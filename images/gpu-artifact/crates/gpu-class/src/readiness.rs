@@ -1,9 +1,13 @@
 //! The `Ready` condition of a GPUClass, from what the controller found: the virtualization module
 //! waits for Ready=True before it builds a VM's claims, so False must say what the admin changes.
 //! The first matching cause wins, in this order: the spec is invalid, the DeviceClass of the name is
-//! someone else's, the extended resource name is taken, the API server refused the DeviceClass, a
-//! label key no PhysicalGPU carries, a selector that fails on a published device, no device of the
-//! class is published or allocated.
+//! someone else's, the API server refused the DeviceClass, a label key no PhysicalGPU carries, a
+//! selector that fails on a published device, no device of the class is published or allocated.
+//!
+//! An extended resource name another class holds stops nothing: the DeviceClass is rendered without
+//! it, and claims naming the class work as before. A class that is otherwise ready stays Ready=True
+//! with the reason `ExtendedResourceConflict` (a conflict never takes a working class away from the
+//! virtualization module); one that is not says the conflict beside its own reason.
 
 use gpu_api::ClassDeviceCounts;
 
@@ -29,11 +33,14 @@ pub enum Blocker {
     Invalid(Vec<String>),
     /// A DeviceClass of the class's name that no GPUClass made.
     DeviceClassNotManaged,
-    Conflict {
-        resource: String,
-        holder: ResourceHolder,
-    },
     ApplyFailed(String),
+}
+
+/// An extended resource name the class wants and another holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceConflict {
+    pub resource: String,
+    pub holder: ResourceHolder,
 }
 
 /// What the controller found about one class.
@@ -45,8 +52,10 @@ pub struct ClassFindings {
     /// The first CEL error a selector gave on a published device.
     pub selector_error: Option<String>,
     pub counts: ClassDeviceCounts,
-    /// The extended resource Pods ask for; `None` when the server dropped it.
+    /// The extended resource Pods ask for; `None` when the server dropped it or another holds it.
     pub extended_resource_name: Option<String>,
+    /// The extended resource name the class wants, when another class holds it.
+    pub conflict: Option<ResourceConflict>,
 }
 
 /// The Ready condition without its timestamps.
@@ -65,9 +74,44 @@ impl Verdict {
             message,
         }
     }
+
+    /// Whether the admin should hear of it as a warning: not ready, or ready with a conflict.
+    pub fn is_warning(&self) -> bool {
+        self.status != "True" || self.reason == reasons::EXTENDED_RESOURCE_CONFLICT
+    }
 }
 
 pub fn ready_condition(findings: &ClassFindings) -> Verdict {
+    let verdict = ready_without_conflict(findings);
+    let Some(ResourceConflict { resource, holder }) = &findings.conflict else {
+        return verdict;
+    };
+    let conflict = format!(
+        "extended resource {resource} belongs to {holder}, so DeviceClass {} is rendered without it: claims naming \
+         the class work, Pods asking for {resource} get {holder}'s devices. Set spec.extendedResourceName to another name",
+        findings.name
+    );
+    match verdict.status {
+        "True" => Verdict {
+            status: "True",
+            reason: reasons::EXTENDED_RESOURCE_CONFLICT,
+            message: format!("{conflict}; {}", counts_note(findings.counts)),
+        },
+        _ => Verdict {
+            message: format!("{}; {conflict}", verdict.message),
+            ..verdict
+        },
+    }
+}
+
+fn counts_note(counts: ClassDeviceCounts) -> String {
+    format!(
+        "{} devices published, {} allocated, {} free",
+        counts.published, counts.allocated, counts.free
+    )
+}
+
+fn ready_without_conflict(findings: &ClassFindings) -> Verdict {
     let name = &findings.name;
     match &findings.blocker {
         Some(Blocker::Invalid(problems)) => {
@@ -82,15 +126,6 @@ pub fn ready_condition(findings: &ClassFindings) -> Verdict {
                 format!(
                     "DeviceClass {name} exists and was not made from this GPUClass; it is left as it is. Delete or \
                      rename that DeviceClass, or give the GPUClass another name"
-                ),
-            );
-        }
-        Some(Blocker::Conflict { resource, holder }) => {
-            return Verdict::not_ready(
-                reasons::EXTENDED_RESOURCE_CONFLICT,
-                format!(
-                    "extended resource {resource} belongs to {holder}; no DeviceClass is rendered. Set \
-                     spec.extendedResourceName to another name"
                 ),
             );
         }
@@ -137,10 +172,7 @@ pub fn ready_condition(findings: &ClassFindings) -> Verdict {
     Verdict {
         status: "True",
         reason: reasons::READY,
-        message: format!(
-            "DeviceClass {name} is applied, {resource}; {} devices published, {} allocated, {} free",
-            counts.published, counts.allocated, counts.free
-        ),
+        message: format!("DeviceClass {name} is applied, {resource}; {}", counts_note(counts)),
     }
 }
 

@@ -9,7 +9,6 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
@@ -17,64 +16,13 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTe
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
+use support::allocation_webhook::start_gating_controller;
 use support::components::*;
 use support::dra_controller_run::lifted_note;
 use support::*;
-use testbed::{ComponentProcess, ReadyNode, TestNamespace};
+use testbed::{ReadyNode, TestNamespace};
 
 const GATE: &str = "gpu.deckhouse.io/allocation";
-
-/// A self-signed certificate for 127.0.0.1 in `dir` (tls.crt, tls.key), and its PEM base64-encoded.
-fn loopback_certificate(dir: &Path) -> String {
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        "tls.key",
-        "-out",
-        "tls.crt",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-    ]);
-    run(&["base64", "-A", "-in", "tls.crt"])
-}
-
-fn webhook(ns: &TestNamespace, port: u16, ca_bundle: &str) -> MutatingWebhookConfiguration {
-    serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": ns.unique("allocation-gate"), "labels": ns.owner_labels()},
-        "webhooks": [{
-            "name": "allocation-gate.gpu.deckhouse.io", "admissionReviewVersions": ["v1"],
-            "clientConfig": {"url": format!("https://127.0.0.1:{port}/mutate-pods"), "caBundle": ca_bundle},
-            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                       "resources": ["pods"], "scope": "Namespaced"}],
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns.name()}},
-            "failurePolicy": "Ignore", "sideEffects": "None", "timeoutSeconds": 3}]
-    }))
-    .unwrap()
-}
 
 fn gates(pod: &Pod) -> Vec<String> {
     let gates = pod
@@ -137,26 +85,8 @@ async fn gpu_pods_get_the_gate_at_admission_and_schedule_without_the_controller(
     let first_fit = create(&classes, &opted_out).await.name_any();
 
     let ws = AgentWorkspace::new();
-    let ca_bundle = loopback_certificate(ws.dir.path());
-    let kubeconfig = kubeconfig_for(&ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
-    let (health, admission) = (reserve_port(), reserve_port());
-    let (health_port, admission_port) = (health.number(), admission.number());
-    let env = [
-        ("KUBECONFIG", kubeconfig.display().to_string()),
-        ("POD_NAMESPACE", ns.name().to_owned()),
-        ("POD_NAME", "gpu-dra-controller-0".to_owned()),
-        ("HEALTH_ADDR", format!("127.0.0.1:{health_port}")),
-        ("WEBHOOK_ADDR", format!("127.0.0.1:{admission_port}")),
-        ("WEBHOOK_CERT_DIR", ws.dir.path().display().to_string()),
-        ("LOG_LEVEL", "Debug".to_owned()),
-    ];
-    let controller = ComponentProcess::start("gpu-dra-controller", &env, &ws.logs())
-        .unwrap()
-        .holding(health)
-        .holding(admission);
-    wait_ready(health_port, &controller).await;
+    let (controller, config) = start_gating_controller(&ns, &ws).await;
     let webhooks = Api::<MutatingWebhookConfiguration>::all(client.clone());
-    let config = create(&webhooks, &webhook(&ns, admission_port, &ca_bundle)).await;
 
     // 1. Our class: gated at admission, allocated best fit by the controller, bound by the scheduler.
     let created = template_pod(&ns, "best-fit", node.name(), &best_fit).await;

@@ -1,21 +1,27 @@
 //! What gpu-controller tells an admin about GPUClasses that cannot work, and what it never does:
 //! the API server refuses what the CRD can check; a class the controller finds invalid is
 //! Ready=False with the field at fault and gets no DeviceClass; a second class asking for an
-//! extended resource name the first holds is Ready=False naming the first (and gets it once the
-//! first is gone); a DeviceClass of the same name someone else wrote is left alone and the class
-//! says so; a hand edit of a rendered DeviceClass is put back.
+//! extended resource name the first holds keeps its DeviceClass, rendered without the name, and
+//! names the first (it gets the name once the first is gone); a DeviceClass someone else wrote that
+//! takes a working class's extended resource name leaves that class its DeviceClass, Ready with the
+//! reason ExtendedResourceConflict, and claims naming it are still allocated (issue 31, item 7); a
+//! DeviceClass of the same name someone else wrote is left alone and the class says so; a hand edit
+//! of a rendered DeviceClass is put back.
 
 mod support;
 
+use std::collections::BTreeMap;
+
 use gpu_api::GPUClass;
-use k8s_openapi::api::resource::v1::DeviceClass;
-use kube::Api;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::components::{install_crds, start_controller};
 use support::gpu_classes::*;
-use support::{create, device_class};
-use testbed::TestNamespace;
+use support::{allocated_devices, bound_pod, create, device_class, pod, slice};
+use testbed::{ReadyNode, TestNamespace};
 
 fn selectors(dc: &DeviceClass) -> Vec<String> {
     dc.spec
@@ -104,16 +110,15 @@ async fn invalid_conflicting_foreign_and_hand_edited_classes() {
         json!({"deviceType": "MIG", "nvidia": {"mig": {"profile": "1g.6gb"}}, "extendedResourceName": shared}),
     )
     .await;
-    let class = wait_ready(&classes, &second, "False", "ExtendedResourceConflict").await;
+    let class = wait_ready(&classes, &second, "False", "NoMatchingDevices").await;
     let message = ready_of(&class).unwrap().2;
     assert!(message.contains(&format!("belongs to GPUClass {first}")), "{message}");
-    assert!(
-        Api::<DeviceClass>::all(ns.client())
-            .get_opt(&second)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    wait_device_class(
+        &ns,
+        &second,
+        Some(&|dc| dc.spec.extended_resource_name.is_none() && !selectors(dc).is_empty()),
+    )
+    .await;
     classes.delete(&first, &DeleteParams::default()).await.unwrap();
     wait_ready(&classes, &second, "False", "NoMatchingDevices").await;
     wait_device_class(
@@ -122,6 +127,44 @@ async fn invalid_conflicting_foreign_and_hand_edited_classes() {
         Some(&|dc| dc.spec.extended_resource_name.as_deref() == Some(shared.as_str())),
     )
     .await;
+
+    // A DeviceClass someone else wrote takes the extended resource name of a class that works: the
+    // class keeps its DeviceClass without the name, stays Ready and says why; claims naming it are
+    // allocated as before.
+    let node = ReadyNode::register(&ns, "card", BTreeMap::new()).await.unwrap();
+    let card = json!({"devices": [{"name": "gpu0", "attributes": {
+        "gpu.deckhouse.io/deviceType": {"string": "Physical"}, "gpu.deckhouse.io/sharing": {"string": "Exclusive"}}}]});
+    create(
+        &Api::<ResourceSlice>::all(ns.client()),
+        &slice(&ns, "card", node.name(), 1, card),
+    )
+    .await;
+    let working = create_class(&ns, "working", json!({"deviceType": "Physical"})).await;
+    wait_ready(&classes, &working, "True", "DeviceClassReady").await;
+    let resource = format!("gpu.deckhouse.io/{working}");
+    let taker = device_class(&ns, "taker", r#"device.driver == "example.com""#, Some(&resource));
+    let taker = create(&Api::<DeviceClass>::all(ns.client()), &taker).await.name_any();
+    let class = wait_ready(&classes, &working, "True", "ExtendedResourceConflict").await;
+    let message = ready_of(&class).unwrap().2;
+    assert!(
+        message.contains(&format!("belongs to DeviceClass {taker}")),
+        "{message}"
+    );
+    wait_device_class(&ns, &working, Some(&|dc| dc.spec.extended_resource_name.is_none())).await;
+    let claim: ResourceClaim = serde_json::from_value(json!({"apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim", "metadata": {"name": "names-working"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": working}}]}}}))
+    .unwrap();
+    create(&ns.api::<ResourceClaim>(), &claim).await;
+    let uses = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "names-working"}]});
+    let user = pod("user", node.name(), json!({"claims": [{"name": "gpu"}]}), uses);
+    create(&ns.api::<Pod>(), &user).await;
+    bound_pod(&ns, "user").await;
+    let allocated = ns.api::<ResourceClaim>().get("names-working").await.unwrap();
+    assert_eq!(
+        allocated_devices(&allocated),
+        vec![(format!("gpus/{}", node.name()), "gpu0".to_owned())]
+    );
 
     // A DeviceClass someone else wrote under the class's name is never touched.
     let foreign = device_class(&ns, "foreign", r#"device.driver == "example.com""#, None);

@@ -61,6 +61,19 @@ impl ComponentProcess {
     /// Starts binary `name` with exactly `env` (plus PATH), its output in `<log_dir>/<name>-<n>.log`.
     pub fn start(name: &str, env: &[(&str, String)], log_dir: &Path) -> anyhow::Result<Self> {
         let binary = component_binary(name)?;
+        Self::start_program(name, &binary, &[], env, log_dir)
+    }
+
+    /// Starts `program` with `args` and exactly `env` (plus PATH), under the name `name` (its log
+    /// is `<log_dir>/<name>-<n>.log`): another actor a test runs beside ours, such as Kueue.
+    pub fn start_program(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        env: &[(&str, String)],
+        log_dir: &Path,
+    ) -> anyhow::Result<Self> {
+        let binary = program;
         std::fs::create_dir_all(log_dir)?;
         let mut n = 0;
         let log = loop {
@@ -71,7 +84,8 @@ impl ComponentProcess {
             n += 1;
         };
         let out = std::fs::File::create(&log)?;
-        let child = Command::new(&binary)
+        let child = Command::new(binary)
+            .args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))

@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
@@ -25,6 +28,9 @@ fn cluster_scoped_kinds() -> Vec<ApiResource> {
         ApiResource::erase::<DeviceClass>(&()),
         ApiResource::erase::<ClusterRoleBinding>(&()),
         ApiResource::erase::<ClusterRole>(&()),
+        // A webhook a failed test leaves would answer for a process that is gone.
+        ApiResource::erase::<MutatingWebhookConfiguration>(&()),
+        ApiResource::erase::<ValidatingWebhookConfiguration>(&()),
         ApiResource::erase::<ValidatingAdmissionPolicyBinding>(&()),
         ApiResource::erase::<ValidatingAdmissionPolicy>(&()),
         ApiResource {

@@ -27,24 +27,46 @@ fn ready_says_what_is_requested_and_counts() {
 fn blockers_come_first_in_their_order() {
     let mut f = findings();
     f.missing_label_keys = vec!["team".into()];
-    f.blocker = Some(Blocker::Conflict {
-        resource: "gpu.deckhouse.io/a30".into(),
-        holder: ResourceHolder::GpuClass("old-a30".into()),
-    });
-    let verdict = ready_condition(&f);
-    assert_eq!(
-        (verdict.status, verdict.reason),
-        ("False", reasons::EXTENDED_RESOURCE_CONFLICT)
-    );
-    assert!(
-        verdict.message.contains("belongs to GPUClass old-a30"),
-        "{}",
-        verdict.message
-    );
+    f.blocker = Some(Blocker::DeviceClassNotManaged);
+    assert_eq!(ready_condition(&f).reason, reasons::DEVICE_CLASS_NOT_MANAGED);
     f.blocker = Some(Blocker::Invalid(vec!["x".into(), "y".into()]));
     assert_eq!(ready_condition(&f).message, "no DeviceClass is rendered: x; y");
     f.blocker = None;
     assert_eq!(ready_condition(&f).reason, reasons::LABEL_NOT_FOUND);
+}
+
+#[test]
+fn a_conflict_leaves_a_working_class_ready_and_says_so() {
+    let mut f = findings();
+    f.extended_resource_name = None;
+    f.conflict = Some(ResourceConflict {
+        resource: "gpu.deckhouse.io/a30".into(),
+        holder: ResourceHolder::DeviceClass("nvidia-a30".into()),
+    });
+    let verdict = ready_condition(&f);
+    assert_eq!(
+        (verdict.status, verdict.reason),
+        ("True", reasons::EXTENDED_RESOURCE_CONFLICT)
+    );
+    assert_eq!(
+        verdict.message,
+        "extended resource gpu.deckhouse.io/a30 belongs to DeviceClass nvidia-a30, so DeviceClass a30 is rendered \
+         without it: claims naming the class work, Pods asking for gpu.deckhouse.io/a30 get DeviceClass nvidia-a30's \
+         devices. Set spec.extendedResourceName to another name; 2 devices published, 1 allocated, 1 free"
+    );
+    assert!(verdict.is_warning());
+    f.counts = ClassDeviceCounts::default();
+    let verdict = ready_condition(&f);
+    assert_eq!(
+        (verdict.status, verdict.reason),
+        ("False", reasons::NO_MATCHING_DEVICES),
+        "its own reason first"
+    );
+    assert!(
+        verdict.message.contains("belongs to DeviceClass nvidia-a30"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]

@@ -17,8 +17,13 @@ pub fn repo_root() -> PathBuf {
 
 /// Applies every CRD in `crds/` (not the `doc-*` files) and waits until each is Established.
 pub async fn install_crds(client: &Client) {
+    install_crds_from(client, &repo_root().join("crds")).await;
+}
+
+/// Applies every CRD file of `dir` (not the `doc-*` files) and waits until each is Established.
+pub async fn install_crds_from(client: &Client, dir: &Path) {
     let crds = Api::<CustomResourceDefinition>::all(client.clone());
-    for entry in std::fs::read_dir(repo_root().join("crds")).unwrap() {
+    for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let file = path.file_name().unwrap().to_string_lossy().to_string();
         if file.starts_with("doc-") || !file.ends_with(".yaml") {

@@ -3,11 +3,13 @@
 
 #![allow(dead_code)]
 
+pub mod allocation_webhook;
 pub mod components;
 pub mod dra_controller_run;
 pub mod examples;
 pub mod gated_cluster;
 pub mod gpu_classes;
+pub mod kueue;
 pub mod module_hooks;
 pub mod node_objects;
 pub mod policies;
