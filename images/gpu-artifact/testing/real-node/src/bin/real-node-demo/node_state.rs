@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use anyhow::Context;
+
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::api::ListParams;
@@ -14,6 +16,8 @@ use serde_json::Value;
 
 const CDI_DIR: &str = "/var/run/cdi";
 const MOCK_NVML_STATE: &str = "/run/gpu-mock-nvml/state.json";
+/// gpu-handler's CDI spec of a claim: `<prefix><claim uid>.json`.
+const SPEC_PREFIX: &str = "gpu.deckhouse.io-claim_";
 
 pub async fn claims_and_specs(client: &Client, node: &RealNode, namespace: &str) -> anyhow::Result<()> {
     let slices = Api::<ResourceSlice>::all(client.clone())
@@ -51,12 +55,15 @@ pub async fn claims_and_specs(client: &Client, node: &RealNode, namespace: &str)
     let files = node.files();
     let specs = files.list(CDI_DIR)?;
     for file in &specs {
-        let spec: Value = serde_json::from_slice(&files.read(&format!("{CDI_DIR}/{file}"))?)?;
-        let claim = file
-            .strip_prefix("gpu.deckhouse.io-claim_")
-            .and_then(|f| f.strip_suffix(".json"))
-            .and_then(|uid| names_by_uid.get(uid))
-            .map_or("?", String::as_str);
+        // Other writers share the directory: NVIDIA's runtime reads the spec nvidia-ctk generates.
+        let Some(uid) = file.strip_prefix(SPEC_PREFIX).and_then(|f| f.strip_suffix(".json")) else {
+            println!("   {file} (not gpu-handler's)");
+            continue;
+        };
+        let path = format!("{CDI_DIR}/{file}");
+        let spec: Value = serde_json::from_slice(&files.read(&path)?)
+            .with_context(|| format!("gpu-handler's CDI spec {path} on the node is not JSON"))?;
+        let claim = names_by_uid.get(uid).map_or("?", String::as_str);
         let edits = &spec["containerEdits"];
         println!(
             "   {file} (claim {claim}): devices {:?}; {} driver mounts, hooks {:?}",
@@ -112,7 +119,7 @@ async fn running_pods_claims_without_spec(
                 .iter()
                 .find(|(_, name)| **name == claim)
                 .map(|(uid, _)| uid);
-            let has_spec = uid.is_some_and(|uid| specs.contains(&format!("gpu.deckhouse.io-claim_{uid}.json")));
+            let has_spec = uid.is_some_and(|uid| specs.contains(&format!("{SPEC_PREFIX}{uid}.json")));
             if !has_spec {
                 missing.push(format!("{}/{claim}", pod.metadata.name.clone().unwrap_or_default()));
             }
@@ -123,7 +130,8 @@ async fn running_pods_claims_without_spec(
 
 pub fn mig_instances(node: &RealNode) -> anyhow::Result<()> {
     println!("\n== MIG instances in the mock NVML's state ({MOCK_NVML_STATE}, read inside the node)");
-    let state: Value = serde_json::from_str(&node.files().read_to_string(MOCK_NVML_STATE)?)?;
+    let state: Value = serde_json::from_str(&node.files().read_to_string(MOCK_NVML_STATE)?)
+        .with_context(|| format!("the mock NVML state {MOCK_NVML_STATE} on the node is not JSON"))?;
     for (card, gpu) in state["gpus"].as_object().into_iter().flatten() {
         for gi in gpu["gpuInstances"].as_array().into_iter().flatten() {
             println!(
