@@ -1,6 +1,6 @@
 {{- /*
 The module's own Helm helpers, only for what lib-helm (charts/deckhouse_lib_helm-*.tgz, the helm_lib_*
-helpers) does not provide: where node components run (bootstrap node lists, GPU node expressions,
+helpers) does not provide: where node components run (bootstrap node labels, GPU node expressions,
 tolerations with the admin's list), what the API server serves, and one VPA per workload.
 Images, labels, priority classes, placement of controllers, HA, security contexts, PDB values, the
 kube-rbac-proxy CA and resources, monitoring objects and proxy envs come from lib-helm.
@@ -25,28 +25,28 @@ else nodes of role control-plane or system, else any node) and its "any-node" to
 {{ include "helm_lib_tolerations" (tuple . "any-node") | trim }}
 {{- end -}}
 
-{{- /* Node affinity of a node component placed by the bootstrap node lists. With an empty list it
-renders a selector no node matches, so the DaemonSet exists but runs nowhere. With a third argument
-true the node must also have CDI on in its container runtime (label gpu.deckhouse.io/cdi=true, set by
-the NodeGroupConfiguration gpu-detect-node.sh): gpu-handler hands GPUs to containers only through CDI.
+{{- /* Node affinity of a node component that waits for its node's bootstrap, by node labels only, so that
+one node's change (an NVIDIA card found, a driver proven, a DCGM pause) changes no Pod template and
+restarts nothing on any other node: the DaemonSet controller adds or removes the Pod on that node alone
+(it removes a running Pod whose node stops matching). "validator" (the driver validator) needs an NVIDIA
+card on PCI (label gpu.deckhouse.io/nvidia-gpu=true, set by the NodeGroupConfiguration
+gpu-detect-node.sh, as for gpu-node-agent); "gpuHandler", "dcgm" and "dcgmExporter" need a card whose
+driver is proven (label gpu.deckhouse.io/driver-ready=true, kept by the hook bootstrap-nodes while a
+PhysicalGPU of the node is DriverReady). With a third argument true the node must also have CDI on in
+its container runtime (label gpu.deckhouse.io/cdi=true, set by gpu-detect-node.sh): gpu-handler hands
+GPUs to containers only through CDI.
 Usage: {{ include "gpu.bootstrapAffinity" (list . "gpuHandler" true) }} */ -}}
 {{- define "gpu.bootstrapAffinity" -}}
 {{- $ctx := index . 0 -}}
-{{- $nodes := dig (index . 1) "nodes" list $ctx.Values.gpu.internal.bootstrap -}}
 {{- $needsCDI := and (gt (len .) 2) (index . 2) -}}
 affinity:
   nodeAffinity:
     requiredDuringSchedulingIgnoredDuringExecution:
       nodeSelectorTerms:
       - matchExpressions:
-        {{- if $nodes }}
-        - key: kubernetes.io/hostname
+        - key: {{ ternary "gpu.deckhouse.io/nvidia-gpu" "gpu.deckhouse.io/driver-ready" (eq (index . 1) "validator") }}
           operator: In
-          values: {{ $nodes | sortAlpha | toJson }}
-        {{- else }}
-        - key: gpu.deckhouse.io/no-nodes
-          operator: Exists
-        {{- end }}
+          values: ["true"]
         {{- if $needsCDI }}
         - key: gpu.deckhouse.io/cdi
           operator: In
@@ -79,11 +79,6 @@ this module is enabled and never removes it. */ -}}
   operator: In
   values: [{{ $value | quote }}]
 {{- end }}
-{{- end -}}
-
-{{- /* The bootstrap hash of a component, for the pod annotation that rolls Pods when the list changes. */ -}}
-{{- define "gpu.bootstrapHash" -}}
-{{- dig (index . 1) "hash" "" (index . 0).Values.gpu.internal.bootstrap -}}
 {{- end -}}
 
 {{- /* "true" when the API server has feature gate (index . 1) enabled (hook feature-gates). */ -}}

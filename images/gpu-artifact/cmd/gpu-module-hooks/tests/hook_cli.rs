@@ -1,5 +1,6 @@
 //! The hooks binary as addon-operator runs it: `hook list` with an empty environment, `hook config`,
-//! and `hook run` from binding-context fixture files, compared with the values patch it writes.
+//! and `hook run` from binding-context fixture files, compared with the values patch or the object
+//! operations it writes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,16 +18,24 @@ fn fixtures() -> PathBuf {
 
 /// Runs `hook run <index>` with `contexts` and `values`; returns the values patch it wrote.
 fn run_hook(index: &str, contexts: &Value, values: &Value) -> Value {
-    run_hook_with_metrics(index, contexts, values).0
+    run_hook_against(index, contexts, values, None).values_patch
 }
 
 /// Runs `hook run <index>`; returns the values patch and the metric operations it wrote.
 fn run_hook_with_metrics(index: &str, contexts: &Value, values: &Value) -> (Value, Vec<Value>) {
-    run_hook_against(index, contexts, values, None)
+    let written = run_hook_against(index, contexts, values, None);
+    (written.values_patch, written.metrics)
+}
+
+/// What one `hook run` wrote: its values patch, its object operations and its metric operations.
+struct Written {
+    values_patch: Value,
+    objects: Vec<Value>,
+    metrics: Vec<Value>,
 }
 
 /// Runs `hook run <index>` with the API server of `kubeconfig` (none: no kubeconfig at all).
-fn run_hook_against(index: &str, contexts: &Value, values: &Value, kubeconfig: Option<&Path>) -> (Value, Vec<Value>) {
+fn run_hook_against(index: &str, contexts: &Value, values: &Value, kubeconfig: Option<&Path>) -> Written {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
     std::fs::write(path("context.json"), contexts.to_string()).unwrap();
@@ -52,11 +61,15 @@ fn run_hook_against(index: &str, contexts: &Value, values: &Value, kubeconfig: O
         "hook {index} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let metrics = std::fs::read_to_string(path("metrics.json")).unwrap();
-    (
-        serde_json::from_str(&std::fs::read_to_string(path("values-patch.json")).unwrap()).unwrap(),
-        metrics.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
-    )
+    let stream = |name: &str| -> Vec<Value> {
+        let text = std::fs::read_to_string(path(name)).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    Written {
+        values_patch: serde_json::from_str(&std::fs::read_to_string(path("values-patch.json")).unwrap()).unwrap(),
+        objects: stream("kubernetes-patch.json"),
+        metrics: stream("metrics.json"),
+    }
 }
 
 /// The series the hooks export are the ones monitoring/prometheus-rules alert on.
@@ -97,7 +110,11 @@ fn feature_gates_stay_as_last_found_when_the_api_server_metrics_cannot_be_read()
     let last = json!({"featureGates": ["DRAPartitionableDevices"], "missingFeatureGates": ["DRAExtendedResource"]});
     let values = json!({"global": {"discovery": {"kubernetesVersion": "1.34.4"}},
                         "gpu": {"internal": {"kubernetes": last}}});
-    let (patch, metrics) = run_hook_against(FEATURE_GATES, &json!([]), &values, Some(&kubeconfig));
+    let Written {
+        values_patch: patch,
+        metrics,
+        ..
+    } = run_hook_against(FEATURE_GATES, &json!([]), &values, Some(&kubeconfig));
     assert_eq!(patch, json!([]), "the values the module last found stay");
     let unknown: Vec<&Value> = metrics
         .iter()
@@ -177,12 +194,25 @@ fn bootstrap_nodes_golden_fixtures() {
         let dir = fixtures().join("bootstrap-nodes").join(case);
         let read =
             |name: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap() };
-        let patch = run_hook(BOOTSTRAP_NODES, &read("binding-context.json"), &json!({}));
-        let expected = dir.join("expected-values-patch.json");
+        let written = run_hook_against(BOOTSTRAP_NODES, &read("binding-context.json"), &json!({}), None);
+        assert_eq!(
+            written.values_patch,
+            json!([]),
+            "case {case}: node placement is no value"
+        );
+        let expected = dir.join("expected-kubernetes-patch.json");
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
-            std::fs::write(&expected, serde_json::to_string_pretty(&patch).unwrap() + "\n").unwrap();
+            std::fs::write(
+                &expected,
+                serde_json::to_string_pretty(&written.objects).unwrap() + "\n",
+            )
+            .unwrap();
         }
-        assert_eq!(patch, read("expected-values-patch.json"), "case {case}");
+        assert_eq!(
+            Value::Array(written.objects),
+            read("expected-kubernetes-patch.json"),
+            "case {case}"
+        );
     }
 }
 

@@ -30,6 +30,13 @@ pub const NODE_NVIDIA_GPU: &str = "gpu.deckhouse.io/nvidia-gpu";
 /// Every node label the module's NodeGroupConfigurations write (removed too when it is disabled).
 pub const NODE_CONFIGURATION_LABELS: [&str; 2] = [NODE_CDI, NODE_NVIDIA_GPU];
 
+/// Node label `"true"` kept by the hook bootstrap-nodes (with Deckhouse's rights; no node component may
+/// write it) while a card of the node is DriverReady: gpu-handler, DCGM and dcgm-exporter run only
+/// there. A label, not a node list in their Pod templates, so one node's change restarts nothing elsewhere.
+pub const NODE_DRIVER_READY: &str = "gpu.deckhouse.io/driver-ready";
+/// Every node label the module's hooks write (removed too when it is disabled).
+pub const NODE_HOOK_LABELS: [&str; 1] = [NODE_DRIVER_READY];
+
 /// `<node>-<index>-<vendorID>-<deviceID>`, where index is the card's position among the node's GPUs
 /// sorted by PCI address: stable across restarts as long as the hardware does not change.
 pub fn physical_gpu_name(node: &str, index: usize, vendor_id: &str, device_id: &str) -> String {

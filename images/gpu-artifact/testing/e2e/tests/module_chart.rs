@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 use support::components::repo_root;
-use support::rendered_rbac::{of_kind, render_chart};
+use support::module_hooks::run_hook;
+use support::rendered_rbac::{of_kind, render_chart, render_chart_with};
 
 fn daemonset<'a>(objects: &'a [Value], name: &str) -> &'a Value {
     of_kind(objects, "DaemonSet")
@@ -16,19 +17,18 @@ fn daemonset<'a>(objects: &'a [Value], name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no DaemonSet {name}"))
 }
 
-/// The hostnames a DaemonSet is placed on, or None when it is placed nowhere.
-fn placed_on(objects: &[Value], name: &str) -> Option<Vec<String>> {
+/// The `In ["true"]` node labels a DaemonSet's Pods require.
+fn required_labels(objects: &[Value], name: &str) -> Vec<String> {
     let terms = &daemonset(objects, name)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        ["nodeSelectorTerms"][0]["matchExpressions"];
-    let expressions = terms.as_array().unwrap();
-    if expressions.iter().any(|e| e["key"] == "gpu.deckhouse.io/no-nodes") {
-        return None;
-    }
-    let hosts = expressions
+        ["nodeSelectorTerms"];
+    assert_eq!(terms.as_array().unwrap().len(), 1, "{name}: one term");
+    terms[0]["matchExpressions"]
+        .as_array()
+        .unwrap()
         .iter()
-        .find(|e| e["key"] == "kubernetes.io/hostname")
-        .unwrap();
-    Some(serde_json::from_value(hosts["values"].clone()).unwrap())
+        .filter(|e| e["operator"] == "In" && e["values"] == json!(["true"]))
+        .map(|e| e["key"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 fn env(objects: &[Value], name: &str, container: &str, var: &str) -> String {
@@ -46,31 +46,91 @@ fn env(objects: &[Value], name: &str, container: &str, var: &str) -> String {
     entry["value"].as_str().unwrap().to_owned()
 }
 
+/// Node components wait for their node's bootstrap through node labels alone: the validator for an
+/// NVIDIA card (gpu-detect-node.sh's label), the rest for a proven driver (bootstrap-nodes' label), and
+/// no Pod template names a node or carries a hash of nodes.
 #[test]
-fn node_components_follow_the_bootstrap_lists() {
-    let gated = ["gpu-driver-validator", "gpu-handler", "gpu-dcgm", "gpu-dcgm-exporter"];
-    let none = render_chart(&["no-gpu-nodes"]);
-    for name in gated {
-        assert_eq!(placed_on(&none, name), None, "{name} with no GPU nodes");
-    }
-    assert!(of_kind(&none, "DaemonSet").any(|d| d["metadata"]["name"] == "gpu-node-agent"));
-
-    let inventoried = render_chart(&["inventoried"]);
+fn node_components_follow_the_bootstrap_labels() {
+    let objects = render_chart(&["driver-ready"]);
     assert_eq!(
-        placed_on(&inventoried, "gpu-driver-validator"),
-        Some(vec!["worker-a".into(), "worker-b".into()])
+        required_labels(&objects, "gpu-driver-validator"),
+        ["gpu.deckhouse.io/nvidia-gpu"]
     );
-    for name in ["gpu-handler", "gpu-dcgm", "gpu-dcgm-exporter"] {
-        assert_eq!(placed_on(&inventoried, name), None, "{name} before DriverReady");
+    assert_eq!(
+        required_labels(&objects, "gpu-handler"),
+        ["gpu.deckhouse.io/driver-ready", "gpu.deckhouse.io/cdi"]
+    );
+    for name in ["gpu-dcgm", "gpu-dcgm-exporter"] {
+        assert_eq!(
+            required_labels(&objects, name),
+            ["gpu.deckhouse.io/driver-ready"],
+            "{name}"
+        );
     }
+    for daemonset in of_kind(&objects, "DaemonSet") {
+        let template = daemonset["spec"]["template"].to_string();
+        assert!(
+            !template.contains("kubernetes.io/hostname") && !template.contains("hash"),
+            "{}: {template}",
+            daemonset["metadata"]["name"]
+        );
+    }
+}
 
-    let ready = render_chart(&["driver-ready"]);
-    for name in ["gpu-handler", "gpu-dcgm", "gpu-dcgm-exporter"] {
-        assert_eq!(placed_on(&ready, name), Some(vec!["worker-a".into()]), "{name}");
-        let hash =
-            &daemonset(&ready, name)["spec"]["template"]["metadata"]["annotations"]["gpu.deckhouse.io/bootstrap-hash"];
-        assert_eq!(hash, "0f1e2d3c4b5a6978", "{name} rolls when its list changes");
+/// The chart as the real helm renders it with the values the real bootstrap-nodes hook leaves for
+/// PhysicalGPUs `gpus` and Nodes `nodes` (its snapshots, as addon-operator gives them: worker-a and
+/// worker-b with the bootstrap labels each carries), and the object operations the hook wrote.
+/// The bootstrap hook talks to no API server.
+fn rendered_after_bootstrap(gpus: Value, nodes: Value) -> (Vec<Value>, Vec<Value>) {
+    let contexts = json!([{"binding": "beforeHelm", "snapshots": {"physicalgpus": gpus, "nodes": nodes}}]);
+    let mut values = json!({"gpu": {"internal": {}}});
+    let run = run_hook(
+        "bootstrap-nodes",
+        std::path::Path::new("/nonexistent"),
+        &contexts,
+        &values,
+    );
+    let patch: json_patch::Patch = serde_json::from_value(run.values_patch).unwrap();
+    json_patch::patch(&mut values, &patch).unwrap();
+    (
+        render_chart_with(&["driver-ready"], Some(&values)),
+        run.kubernetes_patch,
+    )
+}
+
+#[test]
+fn one_node_becoming_driver_ready_changes_no_pod_template() {
+    let gpu = |node: &str, ready: &str| json!({"filterResult": {"node": node, "vendor": "10de", "driverReady": ready}});
+    let node = |name: &str, driver_ready: &str| {
+        json!({"filterResult": {
+            "name": name, "cdi": "true", "nodeManagerGPU": false,
+            "nvidiaGpus": "true", "driverReady": driver_ready,
+        }})
+    };
+    // worker-b's GPUs are DriverReady and its Node says so; then worker-a's become DriverReady too.
+    let nodes = json!([node("worker-a", ""), node("worker-b", "true")]);
+    let (before, _) = rendered_after_bootstrap(
+        json!([gpu("worker-a", "Unknown"), gpu("worker-b", "True")]),
+        nodes.clone(),
+    );
+    let (after, operations) =
+        rendered_after_bootstrap(json!([gpu("worker-a", "True"), gpu("worker-b", "True")]), nodes);
+    let gated = ["gpu-driver-validator", "gpu-handler", "gpu-dcgm", "gpu-dcgm-exporter"];
+    for name in gated {
+        assert_eq!(
+            daemonset(&before, name)["spec"]["template"],
+            daemonset(&after, name)["spec"]["template"],
+            "{name}: a change of its Pod template would restart it on every node"
+        );
     }
+    // The change lands on worker-a alone, as the label its DaemonSets select on.
+    let labelled: Vec<&Value> = operations.iter().filter(|op| op["kind"] == "Node").collect();
+    assert_eq!(labelled.len(), 1, "{operations:#?}");
+    assert_eq!(labelled[0]["name"], "worker-a");
+    assert_eq!(
+        labelled[0]["mergePatch"]["metadata"]["labels"]["gpu.deckhouse.io/driver-ready"],
+        "true"
+    );
 }
 
 #[test]
@@ -350,10 +410,11 @@ fn node_components_stay_off_the_handler_off_nodes_without_cdi_and_the_agent_off_
             name == "gpu-handler",
             "{name}: {expressions:?}"
         );
-        // The other node components follow the bootstrap lists, which only the agent's PhysicalGPUs fill.
+        // The agent and the driver validator go where gpu-detect-node.sh found an NVIDIA card; the rest
+        // follow bootstrap-nodes' driver-ready label (node_components_follow_the_bootstrap_labels).
         assert_eq!(
             expressions.contains(&nvidia_gpu),
-            name == "gpu-node-agent",
+            matches!(name, "gpu-node-agent" | "gpu-driver-validator"),
             "{name}: {expressions:?}"
         );
         // lib-helm's any-node tolerations: tainted GPU NodeGroups (dedicated.deckhouse.io) are not skipped.

@@ -28,9 +28,7 @@ const NOT_SERVED_BY_THE_TEST_BED: [&str; 6] = [
 
 /// Every state the chart is tested in: fixture files of tools/test/module-fixtures applied over
 /// global.yaml in order. Each fixture file appears in at least one state.
-const STATES: [&[&str]; 10] = [
-    &["no-gpu-nodes"],
-    &["inventoried"],
+const STATES: [&[&str]; 8] = [
     &["driver-ready"],
     &["driver-ready", "dra-gates-off"],
     &["driver-ready", "high-availability"],

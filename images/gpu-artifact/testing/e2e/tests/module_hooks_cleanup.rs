@@ -102,8 +102,8 @@ async fn read_events_in_default(ns: &TestNamespace, account: &str) -> String {
     role
 }
 
-/// A node whose GPUs are DriverReady without CDI gets an Event, a node that only carries node-manager's
-/// old label node.deckhouse.io/gpu gets none (NodeGroups decide that: module_node_groups); then disabling the module removes its PhysicalGPUs, node labels, slices and Events and leaves the
+/// A node whose GPUs are DriverReady without CDI gets an Event (and bootstrap-nodes' driver-ready label),
+/// a node that only carries node-manager's old label node.deckhouse.io/gpu gets none (NodeGroups decide that: module_node_groups); then disabling the module removes its PhysicalGPUs, node labels, slices and Events and leaves the
 /// admin's label, another driver's slice and the Node alone.
 #[tokio::test]
 async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made() {
@@ -137,6 +137,12 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
         &values(&version_of(&cluster).await),
     );
     apply_object_patches(&client, &run.kubernetes_patch).await;
+    let labelled = nodes.get(NODE).await.unwrap().metadata.labels.unwrap_or_default();
+    assert_eq!(
+        labelled.get(gpu_api::labels::NODE_DRIVER_READY).map(String::as_str),
+        Some("true"),
+        "bootstrap-nodes labels the node whose GPU is DriverReady"
+    );
     let reasons =
         |events: BTreeMap<String, Event>| events.values().filter_map(|e| e.reason.clone()).collect::<Vec<_>>();
     assert_eq!(reasons(events_about(&client, "Node", NODE).await), ["CDIDisabled"]);

@@ -253,6 +253,8 @@ async fn node_components_write_only_their_own_nodes_objects() {
         for key in [
             "gpu.deckhouse.io/allow-mps",
             "gpu.deckhouse.io/allow-mig",
+            // bootstrap-nodes' label: a node component may not let gpu-handler onto its own node.
+            gpu_api::labels::NODE_DRIVER_READY,
             others[0],
             "node-role.kubernetes.io/control-plane",
         ] {

@@ -1,20 +1,25 @@
-//! bootstrap-nodes: which nodes each node component runs on, from the PhysicalGPUs the node agents
-//! keep. The driver validator goes where NVIDIA cards are; gpu-handler, DCGM and dcgm-exporter where
-//! a card's driver is proven (DriverReady=True). Each list comes with a hash the templates put on the
-//! Pods, so a changed list rolls them. The templates keep gpu-handler off nodes without CDI; this hook
-//! reports DriverReady nodes among them ([`super::unserved_nodes`]). Nodes of node-manager's NVIDIA stack
-//! are the hook node-groups' ([`super::node_groups`]).
+//! bootstrap-nodes: which nodes are ready for the node components that need a proven driver, from the
+//! PhysicalGPUs the node agents keep. A node with an NVIDIA card whose DriverReady is True gets the
+//! label `gpu.deckhouse.io/driver-ready=true`, which gpu-handler, DCGM and dcgm-exporter require;
+//! a node without one loses it, and the DaemonSet controller removes their Pods there. (The driver
+//! validator needs no hook: it goes where the NodeGroupConfiguration found an NVIDIA card, label
+//! `gpu.deckhouse.io/nvidia-gpu=true`.) The label lives on the Node, not as a node list in the Pod
+//! templates, so one node becoming DriverReady, or losing it, changes no template and restarts nothing
+//! on any other node. addon-operator writes it with Deckhouse's rights; the node-scope policy lets no
+//! node component write it. The templates keep gpu-handler off nodes without CDI; this hook reports
+//! DriverReady nodes among them ([`super::unserved_nodes`]). Nodes of node-manager's NVIDIA stack are
+//! the hook node-groups' ([`super::node_groups`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-use gpu_api::labels::NODE_CDI;
+use gpu_api::labels::{NODE_CDI, NODE_DRIVER_READY};
 use time::OffsetDateTime;
 
 use super::unserved_nodes::{self, NodeLabels};
+use crate::object_patch::merge_patch;
 use crate::protocol::{HookConfig, HookInput, HookMetadata, HookOutput, snapshot_binding};
 
 const NVIDIA: &str = "10de";
@@ -51,45 +56,38 @@ pub struct NodeGpu {
     pub driver_ready: Option<String>,
 }
 
-/// The sorted node list of every component, keyed as in `internal.bootstrap`.
-pub type ComponentNodes = BTreeMap<&'static str, BTreeSet<String>>;
-
-pub fn place_components(gpus: &[NodeGpu]) -> ComponentNodes {
-    let mut nvidia = BTreeSet::new();
-    let mut driver_ready = BTreeSet::new();
-    for gpu in gpus {
-        let Some(node) = gpu.node.clone().filter(|n| !n.is_empty()) else {
-            continue;
-        };
-        if gpu.vendor.as_deref() != Some(NVIDIA) {
-            continue;
-        }
-        nvidia.insert(node.clone());
-        if gpu.driver_ready.as_deref() == Some("True") {
-            driver_ready.insert(node);
-        }
-    }
-    BTreeMap::from([
-        ("validator", nvidia),
-        ("gpuHandler", driver_ready.clone()),
-        ("dcgm", driver_ready.clone()),
-        ("dcgmExporter", driver_ready),
-    ])
+/// The nodes with an NVIDIA card whose DriverReady is True.
+pub fn driver_ready_nodes(gpus: &[NodeGpu]) -> BTreeSet<String> {
+    gpus.iter()
+        .filter(|gpu| gpu.vendor.as_deref() == Some(NVIDIA) && gpu.driver_ready.as_deref() == Some("True"))
+        .filter_map(|gpu| gpu.node.clone().filter(|n| !n.is_empty()))
+        .collect()
 }
 
-/// First 16 hex digits of the SHA-256 of the sorted names, one a line; empty for no nodes.
-pub fn list_hash(nodes: &BTreeSet<String>) -> String {
-    if nodes.is_empty() {
-        return String::new();
-    }
-    let joined: Vec<&str> = nodes.iter().map(String::as_str).collect();
-    let digest = Sha256::digest(joined.join("\n").as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+/// The Node merge patches that make label `driver-ready` say `"true"` on exactly the nodes of
+/// `driver_ready`: only nodes whose label is wrong are patched, so a node that stays as it was is
+/// never written.
+pub fn driver_ready_labels(nodes: &[NodeLabels], driver_ready: &BTreeSet<String>) -> Vec<Value> {
+    nodes
+        .iter()
+        .filter_map(|node| {
+            let want = driver_ready.contains(&node.name);
+            let value = match (want, node.driver_ready.as_str()) {
+                (true, "true") | (false, "") => return None,
+                (true, _) => json!("true"),
+                (false, _) => Value::Null,
+            };
+            let labels = json!({"metadata": {"labels": {NODE_DRIVER_READY: value}}});
+            Some(merge_patch("v1", "Node", &node.name, labels))
+        })
+        .collect()
 }
 
-/// One small object per Node: its name and whether its runtime has CDI on.
+/// One small object per Node: its name, whether its runtime has CDI on, and its driver-ready label.
 fn node_filter() -> String {
-    format!(r#"{{"name": .metadata.name, "cdi": (.metadata.labels."{NODE_CDI}" // "")}}"#)
+    format!(
+        r#"{{"name": .metadata.name, "cdi": (.metadata.labels."{NODE_CDI}" // ""), "driverReady": (.metadata.labels."{NODE_DRIVER_READY}" // "")}}"#
+    )
 }
 
 pub fn run(input: &HookInput) -> HookOutput {
@@ -98,18 +96,14 @@ pub fn run(input: &HookInput) -> HookOutput {
 
 pub fn run_at(input: &HookInput, now: OffsetDateTime) -> HookOutput {
     let gpus: Vec<NodeGpu> = input.snapshot_of(BINDING);
-    let placed = place_components(&gpus);
+    let nodes: Vec<NodeLabels> = input.snapshot_of(NODES);
+    let driver_ready = driver_ready_nodes(&gpus);
     let mut output = HookOutput::default();
-    let no_cdi = unserved_nodes::cdi_disabled(
-        &input.snapshot_of::<NodeLabels>(NODES),
-        &placed.get("gpuHandler").cloned().unwrap_or_default(),
-    );
+    let no_cdi = unserved_nodes::cdi_disabled(&nodes, &driver_ready);
     unserved_nodes::report(unserved_nodes::cdi_metric_group(), &no_cdi, now, &mut output);
-    let placement: serde_json::Map<String, Value> = placed
-        .into_iter()
-        .map(|(component, nodes)| (component.to_owned(), json!({"nodes": nodes, "hash": list_hash(&nodes)})))
-        .collect();
-    output.set_value("internal/bootstrap", Value::Object(placement));
+    output
+        .kubernetes_patch
+        .extend(driver_ready_labels(&nodes, &driver_ready));
     output
 }
 
@@ -125,27 +119,58 @@ mod tests {
         }
     }
 
+    fn node(name: &str, driver_ready: &str) -> NodeLabels {
+        NodeLabels {
+            name: name.into(),
+            cdi: "true".into(),
+            driver_ready: driver_ready.into(),
+        }
+    }
+
     #[test]
-    fn validator_follows_nvidia_cards_and_the_rest_follows_driver_ready() {
-        let placed = place_components(&[
+    fn a_node_is_driver_ready_with_one_nvidia_card_whose_driver_is_proven() {
+        let ready = driver_ready_nodes(&[
             gpu("worker-b", NVIDIA, "Unknown"),
             gpu("worker-a", NVIDIA, "True"),
             gpu("worker-a", NVIDIA, "False"),
             gpu("worker-c", "1002", "True"),
+            gpu("", NVIDIA, "True"),
         ]);
-        let names = |c: &str| placed[c].iter().cloned().collect::<Vec<_>>();
-        assert_eq!(names("validator"), ["worker-a", "worker-b"]);
-        assert_eq!(names("gpuHandler"), ["worker-a"]);
-        assert_eq!(names("dcgm"), ["worker-a"]);
-        assert_eq!(names("dcgmExporter"), ["worker-a"]);
+        assert_eq!(ready.into_iter().collect::<Vec<_>>(), ["worker-a"]);
     }
 
     #[test]
-    fn the_hash_changes_with_the_list_and_is_empty_for_none() {
-        let one = BTreeSet::from(["worker-a".to_owned()]);
-        let two = BTreeSet::from(["worker-a".to_owned(), "worker-b".to_owned()]);
-        assert_eq!(list_hash(&BTreeSet::new()), "");
-        assert_eq!(list_hash(&one).len(), 16);
-        assert_ne!(list_hash(&one), list_hash(&two));
+    fn only_nodes_whose_label_is_wrong_are_patched() {
+        let ready = BTreeSet::from(["worker-a".to_owned(), "worker-b".to_owned()]);
+        let nodes = [
+            node("worker-a", ""),
+            node("worker-b", "true"),
+            node("worker-c", "true"),
+            node("worker-d", ""),
+            node("worker-e", "false"),
+        ];
+        let patches = driver_ready_labels(&nodes, &ready);
+        let by_node: Vec<(&str, &Value)> = patches
+            .iter()
+            .map(|p| {
+                (
+                    p["name"].as_str().unwrap(),
+                    &p["mergePatch"]["metadata"]["labels"][NODE_DRIVER_READY],
+                )
+            })
+            .collect();
+        assert_eq!(
+            by_node,
+            [
+                ("worker-a", &json!("true")),
+                ("worker-c", &Value::Null),
+                ("worker-e", &Value::Null)
+            ]
+        );
+        assert!(
+            patches
+                .iter()
+                .all(|p| p["operation"] == "MergePatch" && p["kind"] == "Node")
+        );
     }
 }

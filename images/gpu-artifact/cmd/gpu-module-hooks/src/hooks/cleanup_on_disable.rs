@@ -1,8 +1,9 @@
 //! cleanup-on-disable (afterDeleteHelm): removes what the module created outside its Helm release
-//! once Helm has deleted the release: every PhysicalGPU, the node labels of the node agent and of the
-//! module's NodeGroupConfigurations (GPU and CDI detection), the ResourceSlices of the driver gpu.deckhouse.io, and the Events the hooks
-//! recorded. By then Helm has also deleted the components' ClusterRoleBindings, so a node agent still
-//! shutting down cannot recreate a PhysicalGPU (its writes are denied).
+//! once Helm has deleted the release: every PhysicalGPU, the node labels of the node agent, of the
+//! module's NodeGroupConfigurations (GPU and CDI detection) and of bootstrap-nodes (driver-ready), the
+//! ResourceSlices of the driver gpu.deckhouse.io, and the Events the hooks recorded. By then Helm has
+//! also deleted the components' ClusterRoleBindings, so a node agent still shutting down cannot
+//! recreate a PhysicalGPU (its writes are denied).
 //!
 //! What it leaves, on purpose, is what running workloads still use: ResourceClaims allocated to our
 //! devices, and on their nodes the MIG instances, vfio-pci bindings, CDI specs and checkpoint entries
@@ -11,7 +12,7 @@
 //! checkpoint at start). The admin's own node labels (allow-mig, allow-mps, allow-timeslicing) and
 //! DeviceClasses stay too.
 
-use gpu_api::labels::{NODE_AGENT_LABELS, NODE_CONFIGURATION_LABELS};
+use gpu_api::labels::{NODE_AGENT_LABELS, NODE_CONFIGURATION_LABELS, NODE_HOOK_LABELS};
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::{Client, discovery};
@@ -103,6 +104,7 @@ async fn list_leftovers(client: &Client) -> anyhow::Result<Leftovers> {
             let ours: Vec<String> = NODE_AGENT_LABELS
                 .iter()
                 .chain(NODE_CONFIGURATION_LABELS.iter())
+                .chain(NODE_HOOK_LABELS.iter())
                 .filter(|key| labels.contains_key(**key))
                 .map(|key| key.to_string())
                 .collect();

@@ -35,6 +35,9 @@ pub struct NodeLabels {
     pub name: String,
     #[serde(default)]
     pub cdi: String,
+    /// The label bootstrap-nodes keeps (`gpu.deckhouse.io/driver-ready`), empty without it.
+    #[serde(default)]
+    pub driver_ready: String,
 }
 
 const CDI_DISABLED: &str = "This node's GPUs are DriverReady, but its container runtime has CDI off (the node has \
@@ -88,6 +91,7 @@ mod tests {
         NodeLabels {
             name: name.into(),
             cdi: cdi.into(),
+            driver_ready: String::new(),
         }
     }
 

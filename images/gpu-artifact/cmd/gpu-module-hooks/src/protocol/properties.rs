@@ -1,6 +1,6 @@
 //! Bad input by the thousand for hook binding contexts (what addon-operator hands `hook run`): any
 //! JSON is read as snapshots or refused with a reason, and the bootstrap hook turns any snapshot
-//! into node lists under the module's values, never a panic.
+//! into its own Node label and Events, never a panic.
 
 use property_runs::proptest;
 use property_runs::proptest::prelude::*;
@@ -13,6 +13,11 @@ const WORDS: &[&str] = &[
     "snapshots",
     "filterResult",
     "gpus",
+    "physicalgpus",
+    "nodes",
+    "name",
+    "cdi",
+    "true",
     "node",
     "vendor",
     "driverReady",
@@ -47,7 +52,11 @@ fn json() -> impl Strategy<Value = Value> {
 /// Contexts shaped like addon-operator's, with generated filter results.
 fn contexts() -> impl Strategy<Value = Value> {
     let item = json().prop_map(|result| json!({"filterResult": result}));
-    let binding = prop_oneof![Just("gpus".to_owned()), any::<String>()];
+    let binding = prop_oneof![
+        Just("physicalgpus".to_owned()),
+        Just("nodes".to_owned()),
+        any::<String>()
+    ];
     let context = proptest::collection::btree_map(binding, proptest::collection::vec(item, 0..4), 0..3)
         .prop_map(|snapshots| json!({"binding": "gpus", "snapshots": snapshots}));
     prop_oneof![
@@ -57,7 +66,7 @@ fn contexts() -> impl Strategy<Value = Value> {
 }
 
 #[test]
-fn property_any_binding_context_is_read_or_refused_and_the_hook_keeps_to_its_values() {
+fn property_any_binding_context_is_read_or_refused_and_the_hook_keeps_to_its_label() {
     check(
         "hook binding contexts",
         file!(),
@@ -68,15 +77,19 @@ fn property_any_binding_context_is_read_or_refused_and_the_hook_keeps_to_its_val
             }),
             Ok(input) => {
                 let output = crate::hooks::bootstrap_nodes_for_properties(&input);
-                for operation in &output.values_patch {
-                    let path = operation["path"].as_str().unwrap_or_default();
-                    ensure(path.starts_with("/gpu/"), || {
-                        format!("a patch outside the module's values: {path}")
+                ensure(output.values_patch.is_empty(), || {
+                    format!("node placement is no value: {:?}", output.values_patch)
+                })?;
+                for operation in &output.kubernetes_patch {
+                    let labels = operation["mergePatch"]["metadata"]["labels"].as_object();
+                    let own_label = operation["kind"] == "Node"
+                        && labels.is_some_and(|l| l.keys().eq([gpu_api::labels::NODE_DRIVER_READY]));
+                    let event = operation["object"]["kind"] == "Event";
+                    ensure(own_label || event, || {
+                        format!("the bootstrap hook writes only its Node label and Events, not {operation}")
                     })?;
                 }
-                ensure(output.kubernetes_patch.is_empty(), || {
-                    "the bootstrap hook writes no objects".into()
-                })
+                Ok(())
             }
         },
     );

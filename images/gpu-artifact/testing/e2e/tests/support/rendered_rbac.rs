@@ -32,11 +32,21 @@ pub fn helm_binary() -> PathBuf {
 /// Every object `helm template` renders for the fixture states `states` (files of
 /// `tools/test/module-fixtures/`, applied over `global.yaml` in order).
 pub fn render_chart(states: &[&str]) -> Vec<Value> {
+    render_chart_with(states, None)
+}
+
+/// [`render_chart`] with `values` (a JSON document, as YAML) applied over the states last.
+pub fn render_chart_with(states: &[&str], values: Option<&Value>) -> Vec<Value> {
     let fixtures = repo_root().join("tools/test/module-fixtures");
     let mut command = Command::new(helm_binary());
     command.args(["template", "gpu"]).arg(repo_root());
     for state in std::iter::once("global").chain(states.iter().copied()) {
         command.arg("-f").arg(fixtures.join(format!("{state}.yaml")));
+    }
+    let extra = tempfile::NamedTempFile::new().unwrap();
+    if let Some(values) = values {
+        std::fs::write(extra.path(), values.to_string()).unwrap();
+        command.arg("-f").arg(extra.path());
     }
     let out = command.output().expect("helm runs");
     assert!(

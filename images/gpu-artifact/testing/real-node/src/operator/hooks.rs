@@ -197,6 +197,7 @@ async fn kubernetes_operation(client: &Client, operation: &Value) -> anyhow::Res
         "Create" | "CreateOrUpdate" | "CreateIfNotExists" => {
             super::manifests::apply_object(client, &operation["object"], "gpu-module-hooks").await
         }
+        "MergePatch" => super::manifests::merge_patch_object(client, operation).await,
         other => bail!("the test bed's operator does not run Kubernetes operation {other:?}"),
     }
 }

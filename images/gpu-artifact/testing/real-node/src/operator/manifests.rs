@@ -84,6 +84,26 @@ pub async fn apply_object(client: &Client, object: &Value, manager: &str) -> any
     Ok(())
 }
 
+/// A hook's `MergePatch` operation (bootstrap-nodes' Node label), applied as shell-operator applies it:
+/// a JSON merge patch of the object or its `/status`; a missing object is skipped when the operation
+/// says `ignoreMissingObject`.
+pub async fn merge_patch_object(client: &Client, operation: &Value) -> anyhow::Result<()> {
+    let text = |key: &str| operation[key].as_str().unwrap_or_default();
+    let api = api_for(client, text("apiVersion"), text("kind"), text("namespace")).await?;
+    let patch = Patch::Merge(&operation["mergePatch"]);
+    let params = PatchParams::default();
+    let result = if text("subresource") == "/status" {
+        api.patch_status(text("name"), &params, &patch).await
+    } else {
+        api.patch(text("name"), &params, &patch).await
+    };
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 && operation["ignoreMissingObject"] == true => Ok(()),
+        Err(error) => Err(error).with_context(|| format!("merge patch {} {}", text("kind"), text("name"))),
+    }
+}
+
 /// What addon-operator does before a module's hooks run: applies every CRD of the module's `crds/`
 /// (not the `doc-*` translations) and waits until each is established.
 pub async fn install_crds(client: &Client, chart: &Path) -> anyhow::Result<Vec<String>> {

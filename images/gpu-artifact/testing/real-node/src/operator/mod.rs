@@ -126,12 +126,10 @@ async fn round(
     if errors.is_empty() {
         last_render.clone_from(&digest);
     }
-    let bootstrap = &values["gpu"]["internal"]["bootstrap"];
     Ok(Some(format!(
-        "applied {} objects (render {}), bootstrap {}, node configuration steps run: {steps:?}, errors: {errors:?}",
+        "applied {} objects (render {}), node configuration steps run: {steps:?}, errors: {errors:?}",
         applied.len(),
         &digest[..12],
-        bootstrap
     )))
 }
 
