@@ -1,6 +1,6 @@
 //! The Kubernetes object operations a hook hands to addon-operator (`KUBERNETES_PATCH_PATH`, shell-
 //! operator's object-patch schema: `operation`, `apiVersion`, `kind`, `namespace`, `name`, `object`,
-//! `mergePatch`, `subresource`, `ignoreMissingObject`; nothing else is accepted), and the core/v1 Events
+//! `mergePatch`, `jsonPatch`, `subresource`, `ignoreMissingObject`; nothing else is accepted), and the core/v1 Events
 //! the hooks record with them. addon-operator applies the operations with Deckhouse's own rights and
 //! retries the hook when one fails.
 
@@ -31,6 +31,12 @@ pub fn delete(api_version: &str, kind: &str, namespace: Option<&str>, name: &str
 pub fn merge_patch(api_version: &str, kind: &str, name: &str, patch: Value) -> Value {
     json!({"operation": "MergePatch", "apiVersion": api_version, "kind": kind, "name": name,
            "mergePatch": patch, "ignoreMissingObject": true})
+}
+
+/// A JSON patch (RFC 6902) of a namespaced object; a missing object is skipped.
+pub fn json_patch(api_version: &str, kind: &str, namespace: &str, name: &str, patch: Value) -> Value {
+    json!({"operation": "JSONPatch", "apiVersion": api_version, "kind": kind, "namespace": namespace,
+           "name": name, "jsonPatch": patch, "ignoreMissingObject": true})
 }
 
 /// A JSON merge patch of the status subresource of a cluster-scoped object.
@@ -117,12 +123,14 @@ mod tests {
             "name",
             "object",
             "mergePatch",
+            "jsonPatch",
             "ignoreMissingObject",
         ];
         for operation in [
             delete("v1", "Node", None, "a"),
             delete("v1", "Secret", Some("d8-gpu"), "b"),
             merge_patch("v1", "Node", "a", json!({})),
+            json_patch("v1", "Pod", "team", "p", json!([])),
             merge_patch_status("deckhouse.io/v1alpha1", "Module", "gpu", json!({})),
             create_or_update(json!({})),
         ] {

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::gate_clock::GateClock;
 
 /// The label the webhook puts on a Pod it gates: the lifter lists Pods by it.
-pub const GATED_LABEL: &str = "gpu.deckhouse.io/allocation-gate";
+pub use gpu_api::labels::ALLOCATION_GATE_LABEL as GATED_LABEL;
 /// How long a gated Pod waits for gpu-dra-controller before the gate is lifted.
 pub const DEFAULT_LIFT_AFTER: Duration = Duration::from_secs(30);
 /// How often gated Pods are looked at.

@@ -19,7 +19,7 @@ use kube::ResourceExt;
 use crate::stored_claims::StoredClaim;
 
 /// Pods with this scheduling gate wait for us to allocate their claims.
-pub const SCHEDULING_GATE: &str = "gpu.deckhouse.io/allocation";
+pub use gpu_api::labels::SCHEDULING_GATE;
 
 /// True when our gate is the Pod's last scheduling gate: only then is the Pod ours to allocate.
 /// Another gate means another actor holds the Pod (Kueue's `kueue.x-k8s.io/admission` until its

@@ -13,6 +13,13 @@ pub const DEVICE: &str = "gpu.deckhouse.io/device";
 /// hand-written DeviceClass. Absent means BestFit.
 pub const ALLOCATION_POLICY_ANNOTATION: &str = "gpu.deckhouse.io/allocation-policy";
 
+/// The scheduling gate the admission webhook puts on a Pod whose claims gpu-dra-controller allocates
+/// (best fit); gpu-dra-controller removes it once it has, gpu-controller when the Pod waited too long,
+/// the hook cleanup-on-disable when the module is disabled.
+pub const SCHEDULING_GATE: &str = "gpu.deckhouse.io/allocation";
+/// The label the webhook puts on a Pod it gates, so the Pods still gated are listed by it.
+pub const ALLOCATION_GATE_LABEL: &str = "gpu.deckhouse.io/allocation-gate";
+
 /// Node labels written by the node agent.
 pub const NODE_OS_ID: &str = "gpu.deckhouse.io/os.id";
 pub const NODE_OS_VERSION: &str = "gpu.deckhouse.io/os.version";

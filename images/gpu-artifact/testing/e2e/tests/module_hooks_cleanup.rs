@@ -1,13 +1,14 @@
 //! Two hooks of the module's hooks binary against the real API server, as addon-operator runs
 //! them: nodes the module cannot serve are reported on the Node, and disabling the module removes
-//! everything it created (PhysicalGPUs, node labels, slices, Events) and nothing else.
+//! everything it created (PhysicalGPUs, node labels, slices, Events, its scheduling gate and gate label
+//! on Pods) and nothing else.
 
 mod support;
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
-use k8s_openapi::api::core::v1::{Event, Node};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use k8s_openapi::api::rbac::v1::{PolicyRule, RoleBinding};
 use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use serde_json::json;
@@ -31,6 +32,28 @@ fn slice(name: &str, driver: &str) -> DynamicObject {
         "spec": {"driver": driver, "nodeName": NODE, "pool": {"name": format!("gpus/{NODE}"), "generation": 1, "resourceSliceCount": 1},
                  "devices": [{"name": "gpu0"}]}}))
     .unwrap()
+}
+
+const GATE: &str = "gpu.deckhouse.io/allocation";
+const GATE_LABEL: &str = "gpu.deckhouse.io/allocation-gate";
+const QUOTA_GATE: &str = "example.com/quota";
+
+/// A Pod held by `gates`, with `labels`: what the webhook leaves on a Pod it gated while a queue
+/// holds it too.
+fn held_pod(name: &str, gates: &[&str], labels: &[(&str, &str)]) -> Pod {
+    let gates: Vec<_> = gates.iter().map(|g| json!({"name": g})).collect();
+    let labels: serde_json::Map<String, serde_json::Value> =
+        labels.iter().map(|(k, v)| ((*k).to_owned(), json!(v))).collect();
+    serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "registry.invalid/pause"}], "schedulingGates": gates}}))
+    .unwrap()
+}
+
+fn gates_and_labels(pod: &Pod) -> (Vec<String>, BTreeMap<String, String>) {
+    let gates = pod.spec.as_ref().and_then(|s| s.scheduling_gates.clone());
+    let gates = gates.unwrap_or_default().into_iter().map(|g| g.name).collect();
+    (gates, pod.metadata.labels.clone().unwrap_or_default())
 }
 
 async fn dynamic(client: &kube::Client, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
@@ -104,7 +127,8 @@ async fn read_events_in_default(ns: &TestNamespace, account: &str) -> String {
 
 /// A node whose GPUs are DriverReady without CDI gets an Event (and bootstrap-nodes' driver-ready label),
 /// a node that only carries node-manager's old label node.deckhouse.io/gpu gets none (NodeGroups decide that: module_node_groups); then disabling the module removes its PhysicalGPUs, node labels, slices and Events and leaves the
-/// admin's label, another driver's slice and the Node alone.
+/// admin's label, another driver's slice and the Node alone; it takes our scheduling gate and gate
+/// label off a Pod (the webhook is gone by then, so no Pod gets them again) and leaves another gate.
 #[tokio::test]
 async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made() {
     let cluster = TestCluster::get().await.unwrap();
@@ -174,6 +198,16 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
     // Events still runs it), every PhysicalGPU, Node, ResourceSlice and ResourceClaim (a claim's driver is
     // no field the API server selects on).
     let ns = TestNamespace::create("module-hooks-cleanup").await.unwrap();
+    let pods = ns.api::<Pod>();
+    let ours_and_queue = held_pod(
+        "gated-and-queued",
+        &[QUOTA_GATE, GATE],
+        &[("app", "train"), (GATE_LABEL, "true")],
+    );
+    let queue_only = held_pod("queued", &[QUOTA_GATE], &[("app", "train")]);
+    for pod in [&ours_and_queue, &queue_only] {
+        pods.create(&PostParams::default(), pod).await.unwrap();
+    }
     let dir = tempfile::tempdir().unwrap();
     let reads = |group: &str, resource: &str| PolicyRule {
         api_groups: Some(vec![group.into()]),
@@ -189,6 +223,7 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
                 reads("", "nodes"),
                 reads("resource.k8s.io", "resourceslices"),
                 reads("resource.k8s.io", "resourceclaims"),
+                reads("", "pods"),
             ]),
             dir.path(),
         )
@@ -237,6 +272,17 @@ async fn unserved_nodes_are_reported_and_disabling_removes_what_the_module_made(
         "the hooks' Events are gone"
     );
     assert!(events_about(&client, "Node", node_manager).await.is_empty());
+    let train = BTreeMap::from([("app".to_owned(), "train".to_owned())]);
+    assert_eq!(
+        gates_and_labels(&pods.get("gated-and-queued").await.unwrap()),
+        (vec![QUOTA_GATE.to_owned()], train.clone()),
+        "our gate and gate label are off the Pod, the queue's gate and the user's label stay"
+    );
+    assert_eq!(
+        gates_and_labels(&pods.get("queued").await.unwrap()),
+        (vec![QUOTA_GATE.to_owned()], train),
+        "a Pod we never gated is untouched"
+    );
     slices.delete("module-hooks-theirs", &Default::default()).await.unwrap();
     Api::<RoleBinding>::namespaced(client.clone(), "default")
         .delete(&events_reader, &DeleteParams::default())

@@ -1,9 +1,11 @@
 //! cleanup-on-disable (afterDeleteHelm): removes what the module created outside its Helm release
 //! once Helm has deleted the release: every PhysicalGPU, the node labels of the node agent, of the
 //! module's NodeGroupConfigurations (GPU and CDI detection) and of bootstrap-nodes (driver-ready), the
-//! ResourceSlices of the driver gpu.deckhouse.io, and the Events the hooks recorded. By then Helm has
-//! also deleted the components' ClusterRoleBindings, so a node agent still shutting down cannot
-//! recreate a PhysicalGPU (its writes are denied).
+//! ResourceSlices of the driver gpu.deckhouse.io, the Events the hooks recorded, and the scheduling gate
+//! `gpu.deckhouse.io/allocation` with its label on every Pod still waiting behind it (with nothing left
+//! to lift it, such a Pod would never be scheduled). By then Helm has also deleted the components'
+//! ClusterRoleBindings, so a node agent still shutting down cannot recreate a PhysicalGPU (its writes
+//! are denied), and the MutatingWebhookConfiguration, so no new Pod gets the gate.
 //!
 //! What it leaves, on purpose, is what running workloads still use: ResourceClaims allocated to our
 //! devices, and on their nodes the MIG instances, vfio-pci bindings, CDI specs and checkpoint entries
@@ -19,13 +21,14 @@ use kube::{Client, discovery};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 
+use super::gated_pods::GatedPod;
 use crate::object_patch::{
-    EVENT_COMPONENT, EVENT_NAMESPACE, Regarding, create_or_update, delete, merge_patch, warning_event,
+    EVENT_COMPONENT, EVENT_NAMESPACE, Regarding, create_or_update, delete, json_patch, merge_patch, warning_event,
 };
 use crate::protocol::{HookConfig, HookInput, HookMetadata, HookOutput, MODULE_KEY};
 
 const DRIVER: &str = "gpu.deckhouse.io";
-/// ResourceClaims listed per request: only one page of a cluster's claims is in the hook's memory at a time.
+/// ResourceClaims and Pods listed per request: only one page of a cluster's is in the hook's memory at a time.
 const PAGE: u32 = 500;
 
 pub fn config() -> HookConfig {
@@ -51,6 +54,8 @@ pub struct Leftovers {
     pub events: Vec<(String, String)>,
     /// `<namespace>/<name>` of ResourceClaims allocated to devices of our driver.
     pub allocated_claims: Vec<String>,
+    /// Pods that still carry our scheduling gate or its label.
+    pub gated_pods: Vec<GatedPod>,
 }
 
 pub async fn run(_input: HookInput) -> anyhow::Result<HookOutput> {
@@ -74,6 +79,9 @@ pub fn plan(leftovers: &Leftovers, now: OffsetDateTime) -> HookOutput {
     }
     for (namespace, name) in &leftovers.events {
         ops.push(delete("v1", "Event", Some(namespace), name));
+    }
+    for pod in &leftovers.gated_pods {
+        ops.push(json_patch("v1", "Pod", &pod.namespace, &pod.name, pod.ungate_patch()));
     }
     if !leftovers.allocated_claims.is_empty() {
         let message = format!(
@@ -145,12 +153,23 @@ async fn list_leftovers(client: &Client) -> anyhow::Result<Leftovers> {
         )
     })
     .collect();
+    // A Pod's scheduling gates are no field the API server selects on, and a Pod may carry our gate
+    // without our label (a label removed by hand), so the Pods come a page at a time too.
+    let pods = ("", "v1", "Pod");
+    let gated_pods = list_kept(client, pods, None, ListParams::default().limit(PAGE), |pod| {
+        GatedPod::of(pod).is_some()
+    })
+    .await?
+    .iter()
+    .filter_map(GatedPod::of)
+    .collect();
     Ok(Leftovers {
         physical_gpus,
         labelled_nodes,
         resource_slices,
         events,
         allocated_claims,
+        gated_pods,
     })
 }
 
@@ -218,6 +237,12 @@ mod tests {
             resource_slices: vec!["worker-a-gpu.deckhouse.io-x".into()],
             events: vec![("default".into(), "node.worker-a.cdidisabled".into())],
             allocated_claims: vec!["team/train".into()],
+            gated_pods: vec![GatedPod {
+                namespace: "team".into(),
+                name: "train-0".into(),
+                gate_index: Some(1),
+                labelled: true,
+            }],
         };
         let ops = plan(&leftovers, OffsetDateTime::UNIX_EPOCH).kubernetes_patch;
         let kinds: Vec<(&str, &str)> = ops
@@ -231,14 +256,24 @@ mod tests {
                 ("MergePatch", "Node"),
                 ("Delete", "ResourceSlice"),
                 ("Delete", "Event"),
+                ("JSONPatch", "Pod"),
                 ("CreateOrUpdate", "Event")
             ]
+        );
+        assert_eq!(ops[4]["namespace"], "team");
+        assert_eq!(
+            ops[4]["jsonPatch"],
+            json!([
+                {"op": "test", "path": "/spec/schedulingGates/1", "value": {"name": "gpu.deckhouse.io/allocation"}},
+                {"op": "remove", "path": "/spec/schedulingGates/1"},
+                {"op": "remove", "path": "/metadata/labels/gpu.deckhouse.io~1allocation-gate"},
+            ])
         );
         assert_eq!(
             ops[1]["mergePatch"]["metadata"]["labels"]["gpu.deckhouse.io/os.id"],
             Value::Null
         );
-        assert!(ops[4]["object"]["message"].as_str().unwrap().contains("team/train"));
+        assert!(ops[5]["object"]["message"].as_str().unwrap().contains("team/train"));
     }
 
     #[test]

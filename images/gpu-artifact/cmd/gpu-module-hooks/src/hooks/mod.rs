@@ -4,6 +4,7 @@
 mod bootstrap_nodes;
 mod cleanup_on_disable;
 mod feature_gates;
+mod gated_pods;
 mod node_groups;
 mod tls_certificates;
 mod unserved_nodes;

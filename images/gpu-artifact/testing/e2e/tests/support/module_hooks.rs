@@ -1,7 +1,7 @@
 //! The module's hooks binary run the way addon-operator runs it (`hook run <index>` / `hook ready` with
 //! the protocol's files, hooks found by name in `hook config`), and the object operations it writes
 //! applied to the real API server the way shell-operator applies them (CreateOrUpdate, Delete,
-//! MergePatch, with their NotFound rules), so a test sees what the hook does to a cluster.
+//! MergePatch, JSONPatch, with their NotFound rules), so a test sees what the hook does to a cluster.
 
 use std::path::Path;
 use std::process::Command;
@@ -192,6 +192,16 @@ pub async fn apply_object_patches(client: &Client, operations: &[Value]) {
                 } else {
                     api.patch(str_of("name"), &params, &patch).await
                 };
+                if let Err(e) = result {
+                    assert!(op["ignoreMissingObject"] == true && not_found(&e), "{op}: {e}");
+                }
+            }
+            "JSONPatch" => {
+                let api = api_for(client, str_of("apiVersion"), str_of("kind"), op["namespace"].as_str()).await;
+                let patch: json_patch::Patch = serde_json::from_value(op["jsonPatch"].clone()).unwrap();
+                let result = api
+                    .patch(str_of("name"), &PatchParams::default(), &Patch::Json::<()>(patch))
+                    .await;
                 if let Err(e) = result {
                     assert!(op["ignoreMissingObject"] == true && not_found(&e), "{op}: {e}");
                 }
