@@ -68,7 +68,7 @@ async fn start_controller(
     name: &str,
     rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
 ) -> (ComponentProcess, u16, PathBuf) {
-    let kubeconfig = kubeconfig_for(ns, name, rules, ws.dir.path()).await;
+    let kubeconfig = kubeconfig_with_lease(ns, name, rules, ws.dir.path()).await;
     let (process, port) = launch_controller(ns, ws, name, &kubeconfig).await;
     (process, port, kubeconfig)
 }

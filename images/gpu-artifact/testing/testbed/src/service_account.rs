@@ -20,6 +20,8 @@ pub enum Access {
     Cluster(Vec<PolicyRule>),
     /// A Role + RoleBinding in the test's namespace.
     Namespaced(Vec<PolicyRule>),
+    /// Both: cluster-wide rules and rules in the test's namespace (a controller's own Lease).
+    ClusterAndNamespaced(Vec<PolicyRule>, Vec<PolicyRule>),
 }
 
 impl TestNamespace {
@@ -68,12 +70,20 @@ impl TestNamespace {
             namespace: Some(ns.into()),
             ..Subject::default()
         };
-        let probe = match &access {
-            Access::Cluster(rules) | Access::Namespaced(rules) => rules.first().cloned(),
+        // The first rule of each binding is asked of the authorizer before the token is handed out.
+        let probes: Vec<PolicyRule> = match &access {
+            Access::Cluster(rules) | Access::Namespaced(rules) => rules.first().cloned().into_iter().collect(),
+            Access::ClusterAndNamespaced(cluster, namespaced) => {
+                cluster.first().into_iter().chain(namespaced.first()).cloned().collect()
+            }
         };
         match access {
             Access::Cluster(rules) => self.bind_cluster_role(&client, name, rules, subject).await?,
             Access::Namespaced(rules) => self.bind_role(name, rules, subject).await?,
+            Access::ClusterAndNamespaced(cluster, namespaced) => {
+                self.bind_cluster_role(&client, name, cluster, subject.clone()).await?;
+                self.bind_role(name, namespaced, subject).await?;
+            }
         }
 
         let request = TokenRequest {
@@ -91,8 +101,8 @@ impl TestNamespace {
             .map(|status| status.token)
             .ok_or_else(|| anyhow::anyhow!("TokenRequest for {ns}/{name} returned no token"))?;
 
-        if let Some(rule) = probe {
-            self.wait_until_authorized(&client, name, &rule).await?;
+        for rule in &probes {
+            self.wait_until_authorized(&client, name, rule).await?;
         }
         let mut config = self.cluster().config().clone();
         config.auth_info = AuthInfo {

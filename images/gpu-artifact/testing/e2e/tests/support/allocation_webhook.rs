@@ -10,7 +10,7 @@ use kube::Api;
 use serde_json::json;
 use testbed::{ComponentProcess, TestNamespace};
 
-use super::components::{AgentWorkspace, dra_controller_rules, kubeconfig_for, reserve_port, wait_ready};
+use super::components::{AgentWorkspace, dra_controller_rules, kubeconfig_with_lease, reserve_port, wait_ready};
 use super::create;
 
 /// A self-signed certificate for 127.0.0.1 in `dir` (tls.crt, tls.key), and its PEM base64-encoded
@@ -74,7 +74,7 @@ pub async fn start_gating_controller(
     ws: &AgentWorkspace,
 ) -> (ComponentProcess, MutatingWebhookConfiguration) {
     let ca_bundle = loopback_certificate(ws.dir.path());
-    let kubeconfig = kubeconfig_for(ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
+    let kubeconfig = kubeconfig_with_lease(ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
     let (health, admission) = (reserve_port(), reserve_port());
     let (health_port, admission_port) = (health.number(), admission.number());
     let env = [

@@ -62,6 +62,18 @@ pub fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
     }
 }
 
+/// What a controller may do with Leases, in its own namespace only (a Role there): create one (a
+/// create names no object, so RBAC cannot limit it by name) and read and renew only its own, `name`.
+pub fn lease_rules(name: &str) -> Vec<PolicyRule> {
+    vec![
+        rule("coordination.k8s.io", &["leases"], &["create"]),
+        PolicyRule {
+            resource_names: Some(vec![name.to_owned()]),
+            ..rule("coordination.k8s.io", &["leases"], &["get", "patch"])
+        },
+    ]
+}
+
 /// What gpu-node-agent may do: its node's PhysicalGPUs and labels, and Events.
 pub fn node_agent_rules() -> Vec<PolicyRule> {
     vec![
@@ -77,8 +89,8 @@ pub fn node_agent_rules() -> Vec<PolicyRule> {
 }
 
 /// What gpu-controller may do: for DriverReady read validator Pods and write PhysicalGPU status; for
-/// GPUClasses read them, write their status and their DeviceClasses, read slices and claims; hold
-/// its Lease.
+/// GPUClasses read them, write their status and their DeviceClasses, read slices and claims (its
+/// Lease: [`lease_rules`]).
 pub fn controller_rules() -> Vec<PolicyRule> {
     vec![
         rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
@@ -95,11 +107,6 @@ pub fn controller_rules() -> Vec<PolicyRule> {
             "resource.k8s.io",
             &["resourceslices", "resourceclaims"],
             &["get", "list", "watch"],
-        ),
-        rule(
-            "coordination.k8s.io",
-            &["leases"],
-            &["get", "list", "watch", "create", "patch", "update"],
         ),
         rule("events.k8s.io", &["events"], &["create", "patch"]),
     ]
@@ -124,8 +131,8 @@ pub fn handler_rules() -> Vec<PolicyRule> {
 }
 
 /// What gpu-dra-controller may do: read claims, slices, classes and Pods; add the scheduler's
-/// finalizer to claims and write their allocations; remove its scheduling gate from Pods; hold its
-/// Lease; record Events.
+/// finalizer to claims and write their allocations; remove its scheduling gate from Pods; record
+/// Events (its Lease: [`lease_rules`]).
 pub fn dra_controller_rules() -> Vec<PolicyRule> {
     vec![
         rule("resource.k8s.io", &["resourceclaims"], &["get", "list", "watch"]),
@@ -144,11 +151,6 @@ pub fn dra_controller_rules() -> Vec<PolicyRule> {
         rule("", &["pods"], &["get", "list", "watch", "patch"]),
         rule("", &["nodes"], &["get", "list", "watch"]),
         rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
-        rule(
-            "coordination.k8s.io",
-            &["leases"],
-            &["get", "list", "watch", "create", "patch", "update"],
-        ),
         rule("events.k8s.io", &["events"], &["create", "patch"]),
         rule("", &["events"], &["patch"]),
     ]
@@ -294,7 +296,7 @@ pub async fn start_controller(
     log_level: &str,
     only_the_tests_classes: bool,
 ) -> (ComponentProcess, u16) {
-    let kubeconfig = kubeconfig_for(ns, "gpu-controller", controller_rules(), dir).await;
+    let kubeconfig = kubeconfig_with_lease(ns, "gpu-controller", controller_rules(), dir).await;
     let reserved = reserve_port();
     let port = reserved.number();
     let env = [
@@ -326,6 +328,13 @@ pub fn validator_pod(node: &str) -> k8s_openapi::api::core::v1::Pod {
         "spec": {"nodeName": node, "containers": [{"name": "validator", "image": "registry.invalid/gpu/validator:test"}]},
     }))
     .unwrap()
+}
+
+/// A kubeconfig for controller `account` of `ns`: bound cluster-wide to `rules`, and in `ns` (where
+/// its Lease lives, as `d8-gpu` for the chart) to [`lease_rules`].
+pub async fn kubeconfig_with_lease(ns: &TestNamespace, account: &str, rules: Vec<PolicyRule>, dir: &Path) -> PathBuf {
+    let access = Access::ClusterAndNamespaced(rules, lease_rules(account));
+    ns.kubeconfig_as(account, access, dir).await.unwrap()
 }
 
 /// A kubeconfig for a ServiceAccount of `ns` bound (cluster-wide) to `rules`.

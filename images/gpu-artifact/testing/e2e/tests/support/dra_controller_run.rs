@@ -13,13 +13,13 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use testbed::{ComponentProcess, Progress, TestNamespace, wait_until};
 
-use super::components::{AgentWorkspace, dra_controller_rules, kubeconfig_for, reserve_port, wait_ready};
+use super::components::{AgentWorkspace, dra_controller_rules, kubeconfig_with_lease, reserve_port, wait_ready};
 
 /// Starts gpu-dra-controller under its RBAC (the chart's rules: `module_rbac` checks they are equal),
 /// its Lease in `ns`, and waits until it is ready; returns the process and its health (and metrics)
 /// port.
 pub async fn start_dra_controller(ns: &TestNamespace, ws: &AgentWorkspace) -> (ComponentProcess, u16) {
-    let kubeconfig = kubeconfig_for(ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
+    let kubeconfig = kubeconfig_with_lease(ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
     let reserved = reserve_port();
     let port = reserved.number();
     let env = [

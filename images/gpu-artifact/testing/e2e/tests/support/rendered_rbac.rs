@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -87,6 +87,31 @@ pub fn rendered_cluster_rules(account: &str) -> Vec<PolicyRule> {
             .iter()
             .find(|r| r.metadata.name.as_deref() == Some(&binding.role_ref.name))
         {
+            rules.extend(role.rules.clone().unwrap_or_default());
+        }
+    }
+    rules
+}
+
+/// The rules of every rendered Role of the module's namespace bound (by a RoleBinding there) to
+/// ServiceAccount `d8-gpu/<account>`, for the DriverReady fixture.
+pub fn rendered_namespace_rules(account: &str) -> Vec<PolicyRule> {
+    let objects = render_chart(&["driver-ready"]);
+    let in_module_namespace = |o: &&Value| o["metadata"]["namespace"] == MODULE_NAMESPACE;
+    let roles: Vec<Role> = of_kind(&objects, "Role")
+        .filter(in_module_namespace)
+        .map(|o| serde_json::from_value(o.clone()).unwrap())
+        .collect();
+    let mut rules = Vec::new();
+    for binding in of_kind(&objects, "RoleBinding").filter(in_module_namespace) {
+        let binding: RoleBinding = serde_json::from_value(binding.clone()).unwrap();
+        let bound = binding.subjects.unwrap_or_default().iter().any(|s| {
+            s.kind == "ServiceAccount" && s.name == account && s.namespace.as_deref() == Some(MODULE_NAMESPACE)
+        });
+        let role = roles
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(&binding.role_ref.name));
+        if let (true, "Role", Some(role)) = (bound, binding.role_ref.kind.as_str(), role) {
             rules.extend(role.rules.clone().unwrap_or_default());
         }
     }
