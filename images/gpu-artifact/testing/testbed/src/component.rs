@@ -108,9 +108,12 @@ impl ComponentProcess {
         self
     }
 
-    /// Everything the process has logged so far.
+    /// Everything the process has logged so far. The file is made before the process starts, so a
+    /// read that fails is a fault of the bed, never an empty log (a check that the log lacks a line
+    /// would pass on it).
     pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_else(|error| panic!("read the log {} of {}: {error}", self.log.display(), self.name))
     }
 
     /// Whether the process is still running (a crash loop would show up here).
