@@ -150,6 +150,7 @@ pub fn resolve_devices(
                 share_percent: share_percent(result.consumed_capacity.as_ref()),
                 config,
                 vfio_allowed: class_allows_vfio(configs, driver, &result.request),
+                admin_access: result.admin_access == Some(true),
                 target,
             })
         })

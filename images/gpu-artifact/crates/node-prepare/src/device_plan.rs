@@ -37,6 +37,17 @@ fn plan_device(device: &AllocatedDevice, vfio_annotation: bool) -> Result<Device
     let config = device.config.as_ref();
     let vfio_config = matches!(config, Some(OpaqueConfig::VfioDeviceConfig(_)));
     let vfio = vfio_annotation || vfio_config;
+    if device.admin_access {
+        // The card stays as its holders have it: no sharing, MIG or driver change for an admin.
+        if vfio {
+            return Err(
+                "it is allocated with adminAccess, which reaches the card without holding it; \
+                 VFIO passthrough needs the card held exclusively"
+                    .to_owned(),
+            );
+        }
+        return Ok(DevicePlan::default());
+    }
     match &device.target {
         OfferedDevice::SharedPhysical { strategy, .. } => {
             if vfio {

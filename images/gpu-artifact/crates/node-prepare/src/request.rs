@@ -43,6 +43,11 @@ pub struct AllocatedDevice {
     /// The DeviceClass of the request carries a `VfioDeviceConfig`: only then may the device go to
     /// vfio-pci (by that config, the claim's own one or the Pod annotation).
     pub vfio_allowed: bool,
+    /// The allocation result's `adminAccess`: an admin reaches the device (monitoring,
+    /// maintenance) without holding it, beside the claims that do. The node prepares such a
+    /// device without the exclusivity checks, makes nothing on the card for it (no MIG
+    /// instance, no mode or sharing change) and lets it block no other claim.
+    pub admin_access: bool,
     pub target: OfferedDevice,
 }
 

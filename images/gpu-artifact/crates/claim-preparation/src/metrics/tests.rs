@@ -30,6 +30,7 @@ fn device(name: &str, target: OfferedDevice, mig_instance: Option<MigInstanceRec
         mig_create_attempted: false,
         sharing: None,
         vfio: None,
+        admin_access: false,
     }
 }
 

@@ -282,3 +282,32 @@ fn a_matching_time_slicing_config_reaches_the_node_with_its_interval() {
     );
     assert_eq!(devices[0].share_percent, Some(100));
 }
+
+#[test]
+fn an_admin_result_and_a_subrequests_config_reach_the_node() {
+    let mut admin = claim("gpu", "gpu0", None, json!([]));
+    let results = admin.status.as_mut().unwrap().allocation.as_mut().unwrap();
+    results.devices.as_mut().unwrap().results.as_mut().unwrap()[0].admin_access = Some(true);
+    assert!(resolve(&admin).unwrap()[0].admin_access);
+    assert!(!resolve(&claim("gpu", "gpu0", None, json!([]))).unwrap()[0].admin_access);
+
+    // firstAvailable: the result names `gpu/shared`; the chosen subrequest's config applies.
+    let configs = json!([
+        config(
+            "FromClaim",
+            &["gpu/whole"],
+            gpu_config(json!({"strategy": "Exclusive"}))
+        ),
+        config(
+            "FromClaim",
+            &["gpu/shared"],
+            gpu_config(json!({"strategy": "MPS", "mps": {"defaultActiveThreadPercentage": 25}}))
+        ),
+    ]);
+    let consumed = json!({SHARE_PERCENT: "50"});
+    let devices = resolve(&claim("gpu/shared", "gpu0-mps", Some(consumed), configs)).unwrap();
+    let Some(OpaqueConfig::GpuConfig(GpuConfig { sharing: Some(sharing) })) = &devices[0].config else {
+        panic!("the config of gpu/shared: {:?}", devices[0].config);
+    };
+    assert_eq!(sharing.mps.as_ref().unwrap().default_active_thread_percentage, Some(25));
+}

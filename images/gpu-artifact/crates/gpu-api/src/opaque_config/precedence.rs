@@ -71,7 +71,11 @@ fn applying<'a>(
         .filter_map(|(position, config)| {
             let opaque = config.opaque.as_ref().filter(|opaque| opaque.driver == driver)?;
             let names = config.requests.as_deref().unwrap_or_default();
-            // A config naming the main request applies to each of its subrequests.
+            // A config naming the main request applies to each of its subrequests; one naming
+            // `<main>/<sub>` only to that subrequest (k8s.io/api resource/v1 types.go,
+            // DeviceClaimConfiguration.Requests: "References to subrequests must include the name
+            // of the main request and may include the subrequest using the format
+            // <main request>[/<subrequest>]"; a result names its subrequest as `<main>/<sub>`).
             let applies = names.is_empty() || names.iter().any(|name| name == request || name == main_request);
             applies.then_some((position, config, &opaque.parameters.0))
         })

@@ -81,6 +81,10 @@ pub struct CheckpointDevice {
     /// Recorded before the first function is unbound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vfio: Option<VfioRecord>,
+    /// Prepared with `adminAccess`: it holds nothing on its card, so the checks and mode
+    /// decisions of other claims do not see it (`devices_on_card`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub admin_access: bool,
 }
 
 /// How a card is shared: the strategy and its card-wide parameters.
@@ -145,7 +149,8 @@ impl CheckpointClaim {
 }
 
 impl CheckpointData {
-    /// Every recorded device on `card` with its claim's UID and record.
+    /// Every recorded device that holds something on `card`, with its claim's UID and record.
+    /// Admin-access devices hold nothing (nothing was made for them) and are left out.
     pub(crate) fn devices_on_card<'a>(
         &'a self,
         card: &'a PciAddress,
@@ -154,7 +159,7 @@ impl CheckpointData {
             claim
                 .devices
                 .iter()
-                .filter(move |device| device.target.pci_address() == card)
+                .filter(move |device| device.target.pci_address() == card && !device.admin_access)
                 .map(move |device| (uid.as_str(), claim, device))
         })
     }

@@ -58,7 +58,12 @@ fn refusal(request: &PrepareRequest, checkpoint: &CheckpointData, pool: &str) ->
         if let Err(reason) = cdi_spec::check_name(&request.claim.uid, &device.device) {
             return Some(format!("device {}: {reason}", device.device));
         }
-        for other in request.devices.iter().take(index) {
+        // Admin access holds nothing: it neither conflicts nor is conflicted with (the allocator
+        // already keeps a device to one pick of a claim).
+        if device.admin_access {
+            continue;
+        }
+        for other in request.devices.iter().take(index).filter(|other| !other.admin_access) {
             if let Some(conflict) = conflict(device, other) {
                 return Some(format!(
                     "device {} and device {} of the same claim {conflict}",
@@ -78,6 +83,7 @@ fn refusal(request: &PrepareRequest, checkpoint: &CheckpointData, pool: &str) ->
                 share_percent: None,
                 config: None,
                 vfio_allowed: false,
+                admin_access: recorded.admin_access,
                 target: recorded.target.clone(),
             };
             if recorded.device == device.device && !(is_shared(device) && is_shared(&recorded)) {

@@ -17,6 +17,7 @@ fn physical(name: &str) -> AllocatedDevice {
         share_percent: None,
         config: None,
         vfio_allowed: false,
+        admin_access: false,
         target: OfferedDevice::Physical {
             pci_address: "0000:01:00.0".parse().unwrap(),
             uuid: "GPU-1".into(),
@@ -104,6 +105,7 @@ fn recorded(devices: Vec<AllocatedDevice>) -> CheckpointData {
             mig_create_attempted: false,
             sharing: plan.sharing,
             vfio: None,
+            admin_access: false,
         })
         .collect();
     let claim = CheckpointClaim {

@@ -55,7 +55,13 @@ fn create_all(run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
     let label = run.claim_label();
     let request = run.request;
     let own_uid = request.claim.uid.as_str();
-    for (index, device) in request.devices.iter().enumerate() {
+    // Admin access makes nothing: it reaches the card as its holders left it.
+    let held = request
+        .devices
+        .iter()
+        .enumerate()
+        .filter(|(_, device)| !device.admin_access);
+    for (index, device) in held {
         let name = device.device.as_str();
         match &device.target {
             OfferedDevice::Physical { pci_address, .. } | OfferedDevice::SharedPhysical { pci_address, .. } => {

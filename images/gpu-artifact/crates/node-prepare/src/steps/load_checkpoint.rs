@@ -107,6 +107,7 @@ mod tests {
                 mig_create_attempted: false,
                 sharing: None,
                 vfio: None,
+                admin_access: false,
             })
             .collect();
         let claim = CheckpointClaim {

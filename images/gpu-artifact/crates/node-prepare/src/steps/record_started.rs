@@ -33,6 +33,7 @@ impl PrepareStep for RecordPrepareStarted {
                 mig_create_attempted: false,
                 sharing: run.plan(index).sharing,
                 vfio: None,
+                admin_access: device.admin_access,
             })
             .collect();
         let claim = &run.request.claim;

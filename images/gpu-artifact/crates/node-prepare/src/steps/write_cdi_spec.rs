@@ -71,6 +71,18 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, ContainerEdits),
             continue;
         }
         let minor = card_minor(run.config, card)?;
+        if device.admin_access {
+            // The card itself, whatever the offer: a MIG offer has no instance made for an admin.
+            let uuid = device.target.card_uuid();
+            if !visible.iter().any(|seen| seen == uuid) {
+                visible.push(uuid.to_owned());
+            }
+            devices.push(CdiDevice {
+                device: device.device.clone(),
+                edits: ContainerEdits::gpu(minor, None),
+            });
+            continue;
+        }
         let edits = match &device.target {
             OfferedDevice::Physical { uuid, .. } => {
                 visible.push(uuid.clone());

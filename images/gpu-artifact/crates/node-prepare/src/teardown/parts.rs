@@ -150,7 +150,9 @@ impl TeardownPart for RestoreMigMode {
     }
 
     fn run(&self, t: &mut Teardown<'_>) -> Result<(), PrepareError> {
-        let cards: BTreeSet<_> = t.claim.devices.iter().map(|d| *d.target.pci_address()).collect();
+        // An admin-access device changed no mode: leaving, it has none to give back.
+        let held = t.claim.devices.iter().filter(|d| !d.admin_access);
+        let cards: BTreeSet<_> = held.map(|d| *d.target.pci_address()).collect();
         for card in &cards {
             restore_if_unneeded(t.backend, t.store, t.checkpoint, card, Some(t.uid))?;
         }

@@ -180,6 +180,7 @@ pub fn physical_request(uid: &str) -> PrepareRequest {
             share_percent: None,
             config: None,
             vfio_allowed: false,
+            admin_access: false,
             target: OfferedDevice::Physical {
                 pci_address: A30_ADDRESS.parse().unwrap(),
                 uuid: A30_UUID.into(),
@@ -237,6 +238,7 @@ pub fn mig_request(uid: &str, starts: &[u32]) -> PrepareRequest {
             share_percent: None,
             config: None,
             vfio_allowed: false,
+            admin_access: false,
             target: OfferedDevice::Mig {
                 pci_address: A30_ADDRESS.parse().unwrap(),
                 parent_uuid: A30_UUID.into(),

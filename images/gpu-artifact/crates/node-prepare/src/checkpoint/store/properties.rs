@@ -53,6 +53,7 @@ fn device() -> impl Strategy<Value = CheckpointDevice> {
             mig_create_attempted: attempted,
             sharing: None,
             vfio: None,
+            admin_access: false,
         })
 }
 
