@@ -14,7 +14,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::DeleteParams;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::module::wait_module_ready;
 use support::*;
 use testbed::{Progress, wait_until};
@@ -23,48 +23,6 @@ use testbed::{Progress, wait_until};
 const WATCH_GPUS: &str = "while true; do echo \"tick $(date +%s) $(nvidia-smi -L | tr '\\n' '|')\"; sleep 1; done";
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-const CHECKPOINT: &str = "/var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json";
-const CDI_DIR: &str = "/var/run/cdi";
-
-fn checkpoint(node: &real_node::node::RealNode) -> Value {
-    let text = node.files().read_to_string(CHECKPOINT).unwrap();
-    let outer: Value = serde_json::from_str(&text).unwrap();
-    // The checkpoint keeps its data as a checksummed string or object; read either.
-    match &outer["data"] {
-        Value::String(inner) => serde_json::from_str(inner).unwrap(),
-        Value::Null => outer,
-        data => data.clone(),
-    }
-}
-
-fn claim_uids(checkpoint: &Value) -> Vec<String> {
-    checkpoint["claims"]
-        .as_object()
-        .map(|c| c.keys().cloned().collect())
-        .unwrap_or_default()
-}
-
-/// The node's CDI specs (`/var/run/cdi`, which on the node is its own `/run/cdi`): the directory
-/// exists once gpu-handler runs, so a missing one fails the test.
-fn cdi_specs(node: &real_node::node::RealNode) -> Vec<String> {
-    node.files().list(CDI_DIR).unwrap()
-}
-
-/// The spec file gpu-handler writes for a claim.
-fn spec_of(uid: &str) -> String {
-    format!("gpu.deckhouse.io-claim_{uid}.json")
-}
-
-async fn claim_uid(client: &kube::Client, ns: &str, name: &str) -> String {
-    Api::<k8s_openapi::api::resource::v1::ResourceClaim>::namespaced(client.clone(), ns)
-        .get(name)
-        .await
-        .unwrap()
-        .metadata
-        .uid
-        .unwrap()
-}
 
 /// A restarted kubelet serves a Pod's log only once it has synced the Pod again, and it syncs no
 /// Pod until its container runtime status check has passed ("Skipping pod synchronization"). On

@@ -11,6 +11,7 @@ pub mod module {
 
 mod claims;
 mod namespaces;
+mod node_state;
 mod pods;
 mod scrape;
 
@@ -20,7 +21,10 @@ use kube::Client;
 use real_node::node::RealNode;
 
 pub use claims::{allocated_uuids, claim, mps_share_claim};
-pub use namespaces::{TestNamespace, apply, apply_example_device_classes, delete_namespace, namespace};
+pub use namespaces::{
+    TestNamespace, apply, apply_example_device_classes, delete_namespace, delete_object, namespace, wait_device_class,
+};
+pub use node_state::{CDI_DIR, CHECKPOINT, cdi_specs, checkpoint, claim_uid, claim_uids, mig_state, spec_of};
 pub use pods::{SHOW_GPUS, create_pod, finish_run, logs, run_to_end, section, try_logs, wait_phase, workload_pod};
 pub use scrape::{sample, scrape};
 

@@ -102,41 +102,60 @@ pub async fn apply_example_device_classes(client: &Client) {
         }
         apply(client, &class).await;
     }
-    let classes = Api::<k8s_openapi::api::resource::v1::DeviceClass>::all(client.clone());
     for name in gpu_classes {
-        wait_until(&format!("DeviceClass {name}"), Duration::from_secs(60), || {
-            let classes = classes.clone();
-            let name = name.clone();
-            async move {
-                Ok(match classes.get_opt(&name).await? {
-                    Some(_) => Progress::Done(()),
-                    None => Progress::Pending("not made yet".into()),
-                })
-            }
-        })
-        .await
-        .unwrap();
+        wait_device_class(client, &name).await;
     }
+}
+
+/// Waits until gpu-controller has made the DeviceClass of GPUClass `name`.
+pub async fn wait_device_class(client: &Client, name: &str) {
+    let classes = Api::<k8s_openapi::api::resource::v1::DeviceClass>::all(client.clone());
+    wait_until(&format!("DeviceClass {name}"), Duration::from_secs(60), || {
+        let classes = classes.clone();
+        async move {
+            Ok(match classes.get_opt(name).await? {
+                Some(_) => Progress::Done(()),
+                None => Progress::Pending("not made yet".into()),
+            })
+        }
+    })
+    .await
+    .unwrap();
 }
 
 /// Server-side apply of any object (its kind must be served).
 pub async fn apply(client: &Client, object: &Value) {
+    let name = object["metadata"]["name"].as_str().unwrap();
+    api_of(client, object)
+        .await
+        .patch(
+            name,
+            &PatchParams::apply("real-node-tests").force(),
+            &Patch::Apply(object),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("apply {} {name}: {e}", object["kind"]));
+}
+
+/// Deletes the object `object` names (`apiVersion`, `kind`, `metadata`), if it exists.
+pub async fn delete_object(client: &Client, object: &Value) {
+    let name = object["metadata"]["name"].as_str().unwrap();
+    let _ = api_of(client, object)
+        .await
+        .delete(name, &DeleteParams::default())
+        .await;
+}
+
+/// The API of the object's kind, in its namespace when it has one.
+async fn api_of(client: &Client, object: &Value) -> Api<kube::api::DynamicObject> {
     let gvk = kube::api::GroupVersionKind::try_from(&kube::core::TypeMeta {
         api_version: object["apiVersion"].as_str().unwrap().into(),
         kind: object["kind"].as_str().unwrap().into(),
     })
     .unwrap();
     let (resource, caps) = kube::discovery::pinned_kind(client, &gvk).await.unwrap();
-    let name = object["metadata"]["name"].as_str().unwrap();
-    let api: Api<kube::api::DynamicObject> = match (caps.scope, object["metadata"]["namespace"].as_str()) {
+    match (caps.scope, object["metadata"]["namespace"].as_str()) {
         (kube::discovery::Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
         _ => Api::all_with(client.clone(), &resource),
-    };
-    api.patch(
-        name,
-        &PatchParams::apply("real-node-tests").force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("apply {} {name}: {e}", object["kind"]));
+    }
 }
