@@ -18,7 +18,12 @@ pub fn card_holdings(
     for (card, placement) in foreign {
         holdings.foreign_mig.entry(*card).or_default().push(*placement);
     }
-    for device in claims.values().flat_map(|claim| &claim.devices) {
+    // An admin-access result holds nothing on its card: its offers stay for the claims that hold.
+    let held = claims
+        .values()
+        .flat_map(|claim| &claim.devices)
+        .filter(|device| !device.admin_access);
+    for device in held {
         let holding = match &device.target {
             OfferedDevice::SharedPhysical { strategy, .. } => CardHolding::Shared(*strategy),
             OfferedDevice::Physical { .. } | OfferedDevice::Mig { .. } => CardHolding::Whole,
@@ -36,4 +41,61 @@ pub fn card_holdings(
             .or_insert(holding);
     }
     holdings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_api::opaque_config::SharingStrategy;
+    use node_prepare::{CheckpointDevice, ClaimState};
+
+    fn claim(admin_access: bool, target: OfferedDevice) -> CheckpointClaim {
+        CheckpointClaim {
+            namespace: "ns".into(),
+            name: "c".into(),
+            state: ClaimState::PrepareCompleted,
+            devices: vec![CheckpointDevice {
+                request: "gpu".into(),
+                pool: "gpus/w1".into(),
+                device: "gpu0".into(),
+                share_id: None,
+                target,
+                cdi_device_ids: Vec::new(),
+                mig_instance: None,
+                mig_create_attempted: false,
+                sharing: None,
+                vfio: None,
+                admin_access,
+            }],
+        }
+    }
+
+    #[test]
+    fn an_admin_access_result_holds_no_card_and_withholds_no_offer() {
+        let card: PciAddress = "0000:01:00.0".parse().unwrap();
+        let share = OfferedDevice::SharedPhysical {
+            pci_address: card,
+            uuid: "GPU-1".into(),
+            physical_gpu: "w1-a30-0".into(),
+            strategy: SharingStrategy::Mps,
+        };
+        let whole = OfferedDevice::Physical {
+            pci_address: card,
+            uuid: "GPU-1".into(),
+            physical_gpu: "w1-a30-0".into(),
+        };
+        let claims = BTreeMap::from([
+            ("admin-share".to_owned(), claim(true, share.clone())),
+            ("admin-whole".to_owned(), claim(true, whole)),
+        ]);
+        assert!(
+            card_holdings(&claims, &[]).held.is_empty(),
+            "admin access holds nothing"
+        );
+        let claims = BTreeMap::from([("user".to_owned(), claim(false, share))]);
+        assert_eq!(
+            card_holdings(&claims, &[]).held.get(&card),
+            Some(&CardHolding::Shared(SharingStrategy::Mps))
+        );
+    }
 }

@@ -12,8 +12,6 @@
 
 mod support;
 
-use k8s_openapi::api::resource::v1::ResourceClaim;
-use kube::Api;
 use serde_json::{Value, json};
 use support::module::wait_module_ready;
 use support::*;
@@ -85,6 +83,60 @@ fn held_state(node: &real_node::node::RealNode, uids: &[String]) -> Vec<(Value, 
         .collect()
 }
 
+/// Starts Pod `name` of the admin's claim `name`; what it printed once it has shown what it sees.
+/// It stays running, so the node's state is read while its claim is prepared.
+async fn watch(client: &kube::Client, ns: &str, name: &str) -> String {
+    let script = format!("{SHOW_GPUS}; echo '## done'; sleep 3600");
+    create_pod(client, ns, &workload_pod(name, &script, &[("gpu", name)], &[])).await;
+    wait_phase(client, ns, name, "Running").await;
+    let out = wait_until(&format!("{ns}/{name} printed what it sees"), POD_DONE, || async move {
+        let out = logs(client, ns, name).await;
+        Ok(if out.contains("## done") {
+            Progress::Done(out)
+        } else {
+            Progress::Pending(out)
+        })
+    })
+    .await
+    .unwrap();
+    println!("--- {ns}/{name} printed:\n{out}---");
+    out
+}
+
+/// The whole-card offers (`gpu<i>`) of H100s the node publishes now.
+async fn whole_card_offers(client: &kube::Client) -> Vec<String> {
+    let slices = kube::Api::<k8s_openapi::api::resource::v1::ResourceSlice>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap();
+    slices
+        .items
+        .into_iter()
+        .flat_map(|s| s.spec.devices.unwrap_or_default())
+        .filter(|d| d.name.strip_prefix("gpu").is_some_and(|i| i.parse::<u32>().is_ok()))
+        .filter(|d| {
+            let device = d.attributes.as_ref().and_then(|a| a.get("gpu.deckhouse.io/device"));
+            device.and_then(|v| v.string.as_deref()) == Some("h100-sxm5-80gb")
+        })
+        .map(|d| d.name)
+        .collect()
+}
+
+/// Waits until the node has no checkpoint entry and no CDI spec of claim `uid`.
+async fn unprepared(node: &real_node::node::RealNode, uid: &str) {
+    wait_until(&format!("claim {uid} unprepared"), POD_DONE, || async move {
+        let uids = claim_uids(&checkpoint(node));
+        let specs = cdi_specs(node);
+        Ok(if uids.iter().any(|u| u == uid) || specs.contains(&spec_of(uid)) {
+            Progress::Pending(format!("checkpoint {uids:?}, specs {specs:?}"))
+        } else {
+            Progress::Done(())
+        })
+    })
+    .await
+    .unwrap();
+}
+
 /// A Pod that holds claim `claim` until the test ends.
 async fn holder(client: &kube::Client, ns: &str, claim: &str) {
     let mut pod = workload_pod(claim, "sleep 3600", &[("gpu", claim)], &[]);
@@ -98,8 +150,11 @@ async fn an_admin_pod_sees_every_card_of_its_class_beside_the_pods_that_hold_the
     let _cards = CARDS.lock().await;
     let (node, client) = ready().await;
     let users = namespace(&client, "admin-users").await;
-    mps_share_claim(&client, &node.name, &users, "half-a", 50).await;
-    mps_share_claim(&client, &node.name, &users, "half-b", 50).await;
+    // 40% each: a card whose shares use up its sharePercent has no room for the admin's share, and
+    // upstream's `All` leaves such a device out (experimental allocator: `allDevices` keeps only
+    // devices where `CmpRequestOverCapacity` fits).
+    mps_share_claim(&client, &node.name, &users, "half-a", 40).await;
+    mps_share_claim(&client, &node.name, &users, "half-b", 40).await;
     holder(&client, &users, "half-a").await;
     holder(&client, &users, "half-b").await;
     let held: Vec<String> = [
@@ -112,20 +167,14 @@ async fn an_admin_pod_sees_every_card_of_its_class_beside_the_pods_that_hold_the
 
     let admins = admin_namespace(&client, "admin-monitor").await;
     admin_claim(&client, &admins, "monitor", "gpu-mps", H100, true).await;
-    let script = format!("{SHOW_GPUS}; sleep 2");
-    create_pod(
-        &client,
-        &admins,
-        &workload_pod("monitor", &script, &[("gpu", "monitor")], &[]),
-    )
-    .await;
+    let out = watch(&client, &admins, "monitor").await;
+    let results = allocation_results(&client, &admins, "monitor").await;
     let mut given: Vec<String> = allocated_uuids(&client, &admins, "monitor")
         .await
         .into_iter()
         .map(|(_, uuid)| uuid)
         .collect();
     let admin_uid = claim_uid(&client, &admins, "monitor").await;
-    let out = finish_run(&client, &admins, "monitor").await;
 
     let (gpus, migs) = listed(&out);
     assert_eq!(gpus.len(), 8, "every H100 of the class: {out}");
@@ -138,9 +187,6 @@ async fn an_admin_pod_sees_every_card_of_its_class_beside_the_pods_that_hold_the
     seen.sort();
     given.sort();
     assert_eq!(seen, given, "nvidia-smi lists exactly the claim's cards");
-    let claims = Api::<ResourceClaim>::namespaced(client.clone(), &admins);
-    let results = claims.get("monitor").await.unwrap().status.unwrap().allocation.unwrap();
-    let results = results.devices.unwrap().results.unwrap();
     assert!(results.iter().all(|r| r.admin_access == Some(true)), "{results:?}");
     let users_cards: Vec<String> = allocated_uuids(&client, &users, "half-a")
         .await
@@ -157,6 +203,15 @@ async fn an_admin_pod_sees_every_card_of_its_class_beside_the_pods_that_hold_the
         before,
         "the holders' entries and specs while the admin runs"
     );
+    // It holds nothing, so the node keeps offering what the admin's cards can still give: every
+    // H100 no Pod shares is still offered whole.
+    let whole = whole_card_offers(&client).await;
+    let shared_by_pods: std::collections::BTreeSet<&String> = users_cards.iter().collect();
+    assert_eq!(
+        whole.len(),
+        8 - shared_by_pods.len(),
+        "whole-card offers while the admin runs: {whole:?}"
+    );
     assert!(
         checkpoint(node)["claims"][&admin_uid]["devices"]
             .as_array()
@@ -168,20 +223,7 @@ async fn an_admin_pod_sees_every_card_of_its_class_beside_the_pods_that_hold_the
     );
 
     delete_namespace(&client, &admins).await;
-    wait_until("the admin's claim unprepared", POD_DONE, || {
-        let admin_uid = admin_uid.clone();
-        async move {
-            let uids = claim_uids(&checkpoint(node));
-            let specs = cdi_specs(node);
-            Ok(if uids.contains(&admin_uid) || specs.contains(&spec_of(&admin_uid)) {
-                Progress::Pending(format!("checkpoint {uids:?}, specs {specs:?}"))
-            } else {
-                Progress::Done(())
-            })
-        }
-    })
-    .await
-    .unwrap();
+    unprepared(node, &admin_uid).await;
     assert_eq!(
         held_state(node, &held),
         before,
@@ -201,33 +243,12 @@ async fn an_admin_pod_on_mig_offers_makes_no_instance_and_sees_the_card() {
     let before = mig_state(node);
     let admins = admin_namespace(&client, "admin-mig").await;
     admin_claim(&client, &admins, "mig-monitor", "mig-2g12gb", A30, false).await;
-    // It stays until told, so the node's state is read while its claim is prepared.
-    let script = format!("{SHOW_GPUS}; echo '## done'; while [ ! -e /tmp/go ]; do sleep 1; done");
-    create_pod(
-        &client,
-        &admins,
-        &workload_pod("mig-monitor", &script, &[("gpu", "mig-monitor")], &[]),
-    )
-    .await;
+    let out = watch(&client, &admins, "mig-monitor").await;
     let given = allocated_uuids(&client, &admins, "mig-monitor").await;
     assert!(
         given.len() >= 2 && given.iter().all(|(device, _)| device.contains("-mig-2g12gb-")),
         "every 2g.12gb placement of the A30: {given:?}"
     );
-    wait_phase(&client, &admins, "mig-monitor", "Running").await;
-    let out = wait_until("mig-monitor printed what it sees", POD_DONE, || {
-        let (client, ns) = (client.clone(), admins.to_string());
-        async move {
-            let out = logs(&client, &ns, "mig-monitor").await;
-            Ok(if out.contains("## done") {
-                Progress::Done(out)
-            } else {
-                Progress::Pending(out)
-            })
-        }
-    })
-    .await
-    .unwrap();
     let during = mig_state(node);
 
     let (gpus, migs) = listed(&out);
@@ -235,6 +256,8 @@ async fn an_admin_pod_on_mig_offers_makes_no_instance_and_sees_the_card() {
     assert!(gpus[0].contains("A30") && gpus[0].contains(&given[0].1), "{out}");
     assert!(migs.is_empty(), "no MIG device was made for it: {out}");
     assert_eq!(during, before, "no MIG instance or mode change while it is prepared");
-    assert_eq!(mig_state(node), before);
+    let uid = claim_uid(&client, &admins, "mig-monitor").await;
     delete_namespace(&client, &admins).await;
+    unprepared(node, &uid).await;
+    assert_eq!(mig_state(node), before, "nor after it is gone");
 }

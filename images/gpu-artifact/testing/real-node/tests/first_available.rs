@@ -10,7 +10,7 @@
 
 mod support;
 
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use serde_json::json;
 use support::module::wait_module_ready;
@@ -46,8 +46,9 @@ async fn prioritized_claim(client: &kube::Client, ns: &str, name: &str, class: &
     .await;
 }
 
-/// Runs a Pod of the prioritized claim of `class` and checks what the node gave it.
-async fn runs_on_the_second_with_its_config(test: &str, class: &str) {
+/// Runs a Pod of the prioritized claim of `class` and checks who allocated it (`gated`: the
+/// webhook gave the Pod our scheduling gate, so gpu-dra-controller did) and what the node gave it.
+async fn runs_on_the_second_with_its_config(test: &str, class: &str, gated: bool) {
     let (node, client) = node().await;
     wait_module_ready(&client).await.unwrap();
     apply_example_device_classes(&client).await;
@@ -61,22 +62,27 @@ async fn runs_on_the_second_with_its_config(test: &str, class: &str) {
     prioritized_claim(&client, &ns, "prioritized", class).await;
     let pod = workload_pod("prioritized", SHOW_GPUS, &[("gpu", "prioritized")], &[]);
     create_pod(&client, &ns, &pod).await;
-    let given = allocated_uuids(&client, &ns, "prioritized").await;
-    let out = finish_run(&client, &ns, "prioritized").await;
-
-    let claim = Api::<ResourceClaim>::namespaced(client.clone(), &ns)
+    let admitted = Api::<Pod>::namespaced(client.clone(), &ns)
         .get("prioritized")
         .await
         .unwrap();
-    let results = claim
-        .status
+    let gates: Vec<String> = admitted
+        .spec
         .unwrap()
-        .allocation
-        .unwrap()
-        .devices
-        .unwrap()
-        .results
-        .unwrap();
+        .scheduling_gates
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| g.name)
+        .collect();
+    assert_eq!(
+        gates.contains(&"gpu.deckhouse.io/allocation".to_owned()),
+        gated,
+        "{gates:?}"
+    );
+    let results = allocation_results(&client, &ns, "prioritized").await;
+    let given = allocated_uuids(&client, &ns, "prioritized").await;
+    let out = finish_run(&client, &ns, "prioritized").await;
+
     let requests: Vec<&str> = results.iter().map(|r| r.request.as_str()).collect();
     assert_eq!(requests, ["gpu/h100"], "the second subrequest was chosen");
     assert!(given[0].0.ends_with("-mps"), "an MPS share: {given:?}");
@@ -105,12 +111,12 @@ async fn through_the_kube_scheduler_a_prioritized_claim_runs_on_its_second_subre
             "allocationPolicy": "FirstFit"}});
     apply(&client, &class).await;
     wait_device_class(&client, FIRST_FIT_CLASS).await;
-    runs_on_the_second_with_its_config("prio-first-fit", FIRST_FIT_CLASS).await;
+    runs_on_the_second_with_its_config("prio-first-fit", FIRST_FIT_CLASS, false).await;
     delete_object(&client, &class).await;
 }
 
 #[tokio::test]
 async fn through_gpu_dra_controller_a_prioritized_claim_runs_on_its_second_subrequest() {
     let _cards = CARDS.lock().await;
-    runs_on_the_second_with_its_config("prio-best-fit", "gpu-mps").await;
+    runs_on_the_second_with_its_config("prio-best-fit", "gpu-mps", true).await;
 }

@@ -1,6 +1,6 @@
 //! ResourceClaims on the real node, and the devices they were given.
 
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, ResourceClaim, ResourceSlice};
 use kube::{Api, Client};
 use serde_json::json;
 use testbed::{Progress, wait_until};
@@ -41,26 +41,7 @@ pub async fn mps_share_claim(client: &Client, node: &str, namespace: &str, name:
 /// node's slices (a MIG offer's card's `parentUUID`). Call it while the claim's Pod runs: the claim
 /// is deallocated when the Pod is done.
 pub async fn allocated_uuids(client: &Client, namespace: &str, name: &str) -> Vec<(String, String)> {
-    let claims = Api::<ResourceClaim>::namespaced(client.clone(), namespace);
-    let results = wait_until(&format!("ResourceClaim {namespace}/{name} allocated"), POD_DONE, || {
-        let claims = claims.clone();
-        async move {
-            let claim = claims.get(name).await?;
-            let results = claim
-                .status
-                .and_then(|s| s.allocation)
-                .and_then(|a| a.devices)
-                .and_then(|d| d.results)
-                .unwrap_or_default();
-            Ok(if results.is_empty() {
-                Progress::Pending("not allocated".into())
-            } else {
-                Progress::Done(results)
-            })
-        }
-    })
-    .await
-    .unwrap();
+    let results = allocation_results(client, namespace, name).await;
     let slices = Api::<ResourceSlice>::all(client.clone())
         .list(&Default::default())
         .await
@@ -86,4 +67,29 @@ pub async fn allocated_uuids(client: &Client, namespace: &str, name: &str) -> Ve
             (result.device.clone(), uuid)
         })
         .collect()
+}
+
+/// The allocation results of claim `name` once it is allocated (call it while the claim's Pod
+/// runs: the claim is deallocated when the Pod is done).
+pub async fn allocation_results(client: &Client, namespace: &str, name: &str) -> Vec<DeviceRequestAllocationResult> {
+    let claims = Api::<ResourceClaim>::namespaced(client.clone(), namespace);
+    wait_until(&format!("ResourceClaim {namespace}/{name} allocated"), POD_DONE, || {
+        let claims = claims.clone();
+        async move {
+            let claim = claims.get(name).await?;
+            let results = claim
+                .status
+                .and_then(|s| s.allocation)
+                .and_then(|a| a.devices)
+                .and_then(|d| d.results)
+                .unwrap_or_default();
+            Ok(if results.is_empty() {
+                Progress::Pending("not allocated".into())
+            } else {
+                Progress::Done(results)
+            })
+        }
+    })
+    .await
+    .unwrap()
 }

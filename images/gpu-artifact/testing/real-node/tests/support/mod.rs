@@ -20,7 +20,7 @@ use std::time::Duration;
 use kube::Client;
 use real_node::node::RealNode;
 
-pub use claims::{allocated_uuids, claim, mps_share_claim};
+pub use claims::{allocated_uuids, allocation_results, claim, mps_share_claim};
 pub use namespaces::{
     TestNamespace, apply, apply_example_device_classes, delete_namespace, delete_object, namespace, wait_device_class,
 };
