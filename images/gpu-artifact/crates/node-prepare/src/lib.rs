@@ -28,6 +28,11 @@
 //!   `/dev/vfio/<group>`, `/dev/vfio/vfio`, `NVIDIA_VISIBLE_DEVICES=void` and
 //!   the QEMU hook payload.
 //!
+//! - a result with `adminAccess` (monitoring, maintenance): the card as it is, beside the claims
+//!   that hold it: no exclusivity check, nothing made or switched for it (a MIG offer gives the
+//!   parent card, whose partition is not made; VFIO is refused), and it holds nothing, so it
+//!   blocks no other claim and its unprepare removes only its CDI spec and checkpoint entry.
+//!
 //! The QEMU hook payload of a VFIO claim is the JSON file
 //! `<plugin_dir>/vfio/<claimUID>.json` on the host, mounted read-only at
 //! `/var/run/gpu.deckhouse.io/vfio/<claimUID>.json`
