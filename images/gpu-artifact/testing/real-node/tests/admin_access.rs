@@ -13,19 +13,11 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::module::wait_module_ready;
 use support::*;
 use testbed::{Progress, wait_until};
 
 const H100: &str = "device.attributes[\"gpu.deckhouse.io\"].device == \"h100-sxm5-80gb\"";
 const A30: &str = "device.attributes[\"gpu.deckhouse.io\"].device == \"a30-pcie\"";
-
-async fn ready() -> (&'static real_node::node::RealNode, kube::Client) {
-    let (node, client) = node().await;
-    wait_module_ready(&client).await.unwrap();
-    apply_example_device_classes(&client).await;
-    (node, client)
-}
 
 /// A namespace whose claims may ask for admin access (the API server refuses `adminAccess`
 /// elsewhere).
@@ -55,18 +47,6 @@ async fn admin_claim(client: &kube::Client, ns: &str, name: &str, class: &str, s
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}),
     )
     .await;
-}
-
-/// The `GPU ...` lines of `nvidia-smi -L`, and the `MIG ...` lines.
-fn listed(out: &str) -> (Vec<&str>, Vec<&str>) {
-    let lines = section(out, "nvidia-smi -L");
-    let gpus = lines.iter().copied().filter(|l| l.starts_with("GPU ")).collect();
-    let migs = lines
-        .iter()
-        .copied()
-        .filter(|l| l.trim_start().starts_with("MIG "))
-        .collect();
-    (gpus, migs)
 }
 
 /// The checkpoint entries of `uids` and their CDI specs' text, as the node has them now.
@@ -148,7 +128,7 @@ async fn holder(client: &kube::Client, ns: &str, claim: &str) {
 #[tokio::test]
 async fn an_admin_pod_sees_every_card_of_its_class_beside_the_pods_that_hold_them() {
     let _cards = CARDS.lock().await;
-    let (node, client) = ready().await;
+    let (node, client) = node_with_example_classes().await;
     let users = namespace(&client, "admin-users").await;
     // 40% each: a card whose shares use up its sharePercent has no room for the admin's share, and
     // upstream's `All` leaves such a device out (experimental allocator: `allDevices` keeps only
@@ -176,7 +156,7 @@ async fn an_admin_pod_sees_every_card_of_its_class_beside_the_pods_that_hold_the
         .collect();
     let admin_uid = claim_uid(&client, &admins, "monitor").await;
 
-    let (gpus, migs) = listed(&out);
+    let (gpus, migs) = (gpu_lines(&out), mig_lines(&out));
     assert_eq!(gpus.len(), 8, "every H100 of the class: {out}");
     assert!(gpus.iter().all(|l| l.contains("H100")), "{out}");
     assert!(migs.is_empty(), "{out}");
@@ -239,7 +219,7 @@ async fn an_admin_pod_sees_every_card_of_its_class_beside_the_pods_that_hold_the
 #[tokio::test]
 async fn an_admin_pod_on_mig_offers_makes_no_instance_and_sees_the_card() {
     let _cards = CARDS.lock().await;
-    let (node, client) = ready().await;
+    let (node, client) = node_with_example_classes().await;
     let before = mig_state(node);
     let admins = admin_namespace(&client, "admin-mig").await;
     admin_claim(&client, &admins, "mig-monitor", "mig-2g12gb", A30, false).await;
@@ -251,7 +231,7 @@ async fn an_admin_pod_on_mig_offers_makes_no_instance_and_sees_the_card() {
     );
     let during = mig_state(node);
 
-    let (gpus, migs) = listed(&out);
+    let (gpus, migs) = (gpu_lines(&out), mig_lines(&out));
     assert_eq!(gpus.len(), 1, "the A30 itself: {out}");
     assert!(gpus[0].contains("A30") && gpus[0].contains(&given[0].1), "{out}");
     assert!(migs.is_empty(), "no MIG device was made for it: {out}");

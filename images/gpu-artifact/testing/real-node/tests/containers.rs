@@ -5,29 +5,7 @@
 
 mod support;
 
-use support::module::wait_module_ready;
 use support::*;
-
-async fn ready() -> (&'static real_node::node::RealNode, kube::Client) {
-    let (node, client) = node().await;
-    wait_module_ready(&client).await.unwrap();
-    apply_example_device_classes(&client).await;
-    (node, client)
-}
-
-fn gpu_lines(out: &str) -> Vec<&str> {
-    section(out, "nvidia-smi -L")
-        .into_iter()
-        .filter(|l| l.starts_with("GPU "))
-        .collect()
-}
-
-fn mig_lines(out: &str) -> Vec<&str> {
-    section(out, "nvidia-smi -L")
-        .into_iter()
-        .filter(|l| l.trim_start().starts_with("MIG "))
-        .collect()
-}
 
 fn assert_driver_libraries_found(out: &str) {
     let cache = section(out, "ldconfig -p").join("\n");
@@ -44,7 +22,7 @@ fn assert_driver_libraries_found(out: &str) {
 #[tokio::test]
 async fn two_of_eight_h100s_list_exactly_those_two() {
     let _cards = CARDS.lock().await;
-    let (_, client) = ready().await;
+    let (_, client) = node_with_example_classes().await;
     let ns = namespace(&client, "two-h100").await;
     claim(&client, &ns, "two-h100", "h100", 2, None).await;
     let script = format!("{SHOW_GPUS}; sleep 2");
@@ -89,7 +67,7 @@ async fn two_of_eight_h100s_list_exactly_those_two() {
 #[tokio::test]
 async fn a_mig_container_lists_exactly_its_mig_device() {
     let _cards = CARDS.lock().await;
-    let (_, client) = ready().await;
+    let (_, client) = node_with_example_classes().await;
     let ns = namespace(&client, "mig").await;
     claim(&client, &ns, "mig", "mig-2g12gb", 1, None).await;
     let out = run_to_end(&client, &ns, &workload_pod("mig", SHOW_GPUS, &[("gpu", "mig")], &[])).await;
@@ -126,7 +104,7 @@ async fn a_mig_container_lists_exactly_its_mig_device() {
 
 #[tokio::test]
 async fn a_container_without_a_claim_gets_no_gpu() {
-    let (_, client) = ready().await;
+    let (_, client) = node_with_example_classes().await;
     let ns = namespace(&client, "no-claim").await;
     let out = run_to_end(&client, &ns, &workload_pod("none", SHOW_GPUS, &[], &[])).await;
     assert!(gpu_lines(&out).is_empty(), "{out}");
@@ -142,7 +120,7 @@ async fn a_container_without_a_claim_gets_no_gpu() {
 #[tokio::test]
 async fn an_mps_share_gets_the_daemons_pipe_and_shared_memory() {
     let _cards = CARDS.lock().await;
-    let (node, client) = ready().await;
+    let (node, client) = node_with_example_classes().await;
     let ns = namespace(&client, "mps").await;
     mps_share_claim(&client, &node.name, &ns, "half", 50).await;
     let script = format!("{SHOW_GPUS}; echo '## mps'; ls -l /tmp/nvidia-mps; ls /dev/shm");
@@ -166,7 +144,7 @@ async fn an_mps_share_gets_the_daemons_pipe_and_shared_memory() {
 #[tokio::test]
 async fn a_vfio_claim_gets_its_iommu_groups_node_and_no_nvidia_device() {
     let _cards = CARDS.lock().await;
-    let (_, client) = ready().await;
+    let (_, client) = node_with_example_classes().await;
     let ns = namespace(&client, "vfio").await;
     claim(&client, &ns, "vm-gpu", "gpu-vfio", 1, None).await;
     let script = "ls /dev/vfio; ls /dev | grep -c '^nvidia'; cat /var/run/gpu.deckhouse.io/vfio/*.json";

@@ -86,10 +86,7 @@ async fn runs_on_the_second_with_its_config(test: &str, class: &str, gated: bool
     let requests: Vec<&str> = results.iter().map(|r| r.request.as_str()).collect();
     assert_eq!(requests, ["gpu/h100"], "the second subrequest was chosen");
     assert!(given[0].0.ends_with("-mps"), "an MPS share: {given:?}");
-    let gpus: Vec<&str> = section(&out, "nvidia-smi -L")
-        .into_iter()
-        .filter(|l| l.starts_with("GPU "))
-        .collect();
+    let gpus = gpu_lines(&out);
     assert_eq!(gpus.len(), 1, "{out}");
     assert!(gpus[0].contains("H100") && gpus[0].contains(&given[0].1), "{out}");
     let env = section(&out, "env");

@@ -9,22 +9,7 @@
 
 mod support;
 
-use support::module::wait_module_ready;
 use support::*;
-
-async fn ready() -> (&'static real_node::node::RealNode, kube::Client) {
-    let (node, client) = node().await;
-    wait_module_ready(&client).await.unwrap();
-    apply_example_device_classes(&client).await;
-    (node, client)
-}
-
-fn gpu_lines(out: &str) -> Vec<&str> {
-    section(out, "nvidia-smi -L")
-        .into_iter()
-        .filter(|l| l.starts_with("GPU "))
-        .collect()
-}
 
 /// A workload Pod whose container asks for every GPU the way a CUDA base image does.
 fn asking_by_environment(name: &str, claims: &[(&str, &str)], privileged: bool) -> serde_json::Value {
@@ -45,7 +30,7 @@ fn asking_by_environment(name: &str, claims: &[(&str, &str)], privileged: bool) 
 #[tokio::test]
 async fn no_gpu_by_environment_variable_and_a_claim_gets_exactly_its_own() {
     let _cards = CARDS.lock().await;
-    let (_, client) = ready().await;
+    let (_, client) = node_with_example_classes().await;
     let ns = namespace(&client, "runtime-envvar").await;
 
     // No claim, NVIDIA_VISIBLE_DEVICES=all: nothing.

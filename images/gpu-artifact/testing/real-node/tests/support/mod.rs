@@ -25,7 +25,10 @@ pub use namespaces::{
     TestNamespace, apply, apply_example_device_classes, delete_namespace, delete_object, namespace, wait_device_class,
 };
 pub use node_state::{CDI_DIR, CHECKPOINT, cdi_specs, checkpoint, claim_uid, claim_uids, mig_state, spec_of};
-pub use pods::{SHOW_GPUS, create_pod, finish_run, logs, run_to_end, section, try_logs, wait_phase, workload_pod};
+pub use pods::{
+    SHOW_GPUS, create_pod, finish_run, gpu_lines, logs, mig_lines, run_to_end, section, try_logs, wait_phase,
+    workload_pod,
+};
 pub use scrape::{sample, scrape};
 
 /// The test bed's workload image: sh and busybox tools, glibc, ldconfig (images.py).
@@ -37,6 +40,15 @@ pub const POD_DONE: Duration = Duration::from_secs(180);
 pub async fn node() -> (&'static RealNode, Client) {
     let node = RealNode::get().await.expect("the real node (tools/testbed/node-up.sh)");
     let client = node.client().await.expect("a client of the real node's API server");
+    (node, client)
+}
+
+/// The node with the module Ready and the DeviceClasses of docs/examples applied: where a test of
+/// claims starts.
+pub async fn node_with_example_classes() -> (&'static RealNode, Client) {
+    let (node, client) = node().await;
+    module::wait_module_ready(&client).await.unwrap();
+    apply_example_device_classes(&client).await;
     (node, client)
 }
 

@@ -110,3 +110,19 @@ pub fn section<'a>(out: &'a str, title: &str) -> Vec<&'a str> {
         .map(|rest| rest.lines().take_while(|l| !l.starts_with("## ")).collect())
         .unwrap_or_default()
 }
+
+/// The `GPU ...` lines of the `nvidia-smi -L` section: the cards a container sees.
+pub fn gpu_lines(out: &str) -> Vec<&str> {
+    section(out, "nvidia-smi -L")
+        .into_iter()
+        .filter(|l| l.starts_with("GPU "))
+        .collect()
+}
+
+/// The `MIG ...` lines of the `nvidia-smi -L` section: the MIG devices a container sees.
+pub fn mig_lines(out: &str) -> Vec<&str> {
+    section(out, "nvidia-smi -L")
+        .into_iter()
+        .filter(|l| l.trim_start().starts_with("MIG "))
+        .collect()
+}
