@@ -28,6 +28,7 @@ pub mod node_facts;
 pub mod node_watch;
 pub mod note_events;
 pub mod pass;
+mod mps_tenancy;
 mod pending_claims;
 pub mod pending_notes;
 pub mod pending_reason;

@@ -8,12 +8,13 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dra_allocator::{AllocationError, Explanation, claim_id};
+use dra_allocator::{AllocationError, Allocator, Explanation, claim_id};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use kube::{Resource, ResourceExt};
 
 use crate::engine_thread::EnginePanic;
+use crate::mps_tenancy::{confined, foreign_mps_cards, others_mps_results};
 use crate::pass::{Round, RoundEnd, Snapshot, claim_key, reference};
 use crate::pending_reason::{Unallocated, mig_classes, pending_reason, truncated};
 
@@ -44,6 +45,17 @@ enum Attempt {
     AwaitingWatch,
 }
 
+/// The MPS results other namespaces' claims hold (see `mps_tenancy`).
+fn others_mps_of(claim: &ResourceClaim, snapshot: &Snapshot) -> Vec<(Box<str>, Box<str>)> {
+    let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
+    others_mps_results(namespace, snapshot.claims.iter().filter_map(|c| c.allocated().map(|a| &**a)))
+}
+
+/// `claim` kept off the cards whose MPS shares are another namespace's.
+fn within_tenancy(engine: &Allocator, claim: Arc<ResourceClaim>, others_mps: &[(Box<str>, Box<str>)]) -> Arc<ResourceClaim> {
+    confined(&claim, &foreign_mps_cards(engine, others_mps)).map_or(claim, Arc::new)
+}
+
 impl Round<'_> {
     /// Allocates `claim` where `place` says with the engine; `None` when it gets nothing now.
     pub(crate) async fn try_allocate(
@@ -60,12 +72,14 @@ impl Round<'_> {
             return Ok(None);
         }
         let (input, within) = (claim.clone(), place.clone());
+        let others_mps = others_mps_of(claim, snapshot);
         let attempt = self
             .engine
             .call(move |feed| {
                 if feed.awaiting_watch(&claim_id(&input)) {
                     return Attempt::AwaitingWatch;
                 }
+                let input = within_tenancy(&feed.engine, input, &others_mps);
                 let allocated = match &within {
                     Placement::On(node) => feed.engine.allocate(&input, Some(node)),
                     Placement::Among(nodes) => feed.engine.allocate_among(&input, &|name| nodes.contains(name)),
@@ -113,10 +127,13 @@ impl Round<'_> {
             return Ok(());
         }
         end.explained += 1;
-        let input = claim.clone();
+        let (input, others_mps) = (claim.clone(), others_mps_of(claim, snapshot));
         let explained: Result<Result<Option<Explanation>, AllocationError>, EnginePanic> = self
             .engine
-            .call(move |feed| feed.engine.explain(&input, NEAREST_NODES))
+            .call(move |feed| {
+                let input = within_tenancy(&feed.engine, input, &others_mps);
+                feed.engine.explain(&input, NEAREST_NODES)
+            })
             .await;
         let why = match explained {
             Ok(Ok(Some(explanation))) => Unallocated::NoFit(explanation),
