@@ -81,4 +81,4 @@ pub(crate) fn confined(claim: &ResourceClaim, cards: &BTreeSet<String>) -> Optio
 
 #[cfg(test)]
 #[path = "mps_tenancy_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -14,7 +14,7 @@ fn mps_offer(card: u32) -> serde_json::Value {
         "capacity": {"gpu.deckhouse.io/sharePercent": {"value": "100"}}})
 }
 
-fn slice() -> ResourceSlice {
+pub(crate) fn slice() -> ResourceSlice {
     serde_json::from_value(json!({"metadata": {"name": "w1-mps"},
         "spec": {"driver": "gpu.deckhouse.io", "nodeName": "w1",
             "pool": {"name": POOL, "generation": 1, "resourceSliceCount": 1},
@@ -22,13 +22,13 @@ fn slice() -> ResourceSlice {
     .unwrap()
 }
 
-fn class() -> DeviceClass {
+pub(crate) fn class() -> DeviceClass {
     serde_json::from_value(json!({"metadata": {"name": "gpu-mps"}, "spec": {"selectors": [{"cel": {"expression":
         "device.driver == \"gpu.deckhouse.io\" && device.attributes[\"gpu.deckhouse.io\"].sharing == \"MPS\""}}]}}))
     .unwrap()
 }
 
-fn share(namespace: &str, name: &str) -> ResourceClaim {
+pub(crate) fn share(namespace: &str, name: &str) -> ResourceClaim {
     serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": namespace, "uid": name, "resourceVersion": "1"},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-mps",
@@ -36,7 +36,7 @@ fn share(namespace: &str, name: &str) -> ResourceClaim {
     .unwrap()
 }
 
-fn first_device(allocation: &k8s_openapi::api::resource::v1::AllocationResult) -> String {
+pub(crate) fn first_device(allocation: &k8s_openapi::api::resource::v1::AllocationResult) -> String {
     allocation.devices.as_ref().and_then(|d| d.results.as_ref()).expect("results")[0].device.clone()
 }
 

@@ -45,10 +45,18 @@ enum Attempt {
     AwaitingWatch,
 }
 
-/// The MPS results other namespaces' claims hold (see `mps_tenancy`).
-fn others_mps_of(claim: &ResourceClaim, snapshot: &Snapshot) -> Vec<(Box<str>, Box<str>)> {
+/// The MPS results other namespaces' claims hold (see `mps_tenancy`): those the snapshot shows
+/// and those this round gave.
+fn others_mps_of(claim: &ResourceClaim, snapshot: &Snapshot, end: &RoundEnd) -> Vec<(Box<str>, Box<str>)> {
     let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
-    others_mps_results(namespace, snapshot.claims.iter().filter_map(|c| c.allocated().map(|a| &**a)))
+    let mut results = others_mps_results(namespace, snapshot.claims.iter().filter_map(|c| c.allocated().map(|a| &**a)));
+    results.extend(
+        end.mps_given
+            .iter()
+            .filter(|(given_to, ..)| given_to != namespace)
+            .map(|(_, pool, device)| (pool.clone(), device.clone())),
+    );
+    results
 }
 
 /// `claim` kept off the cards whose MPS shares are another namespace's.
@@ -72,7 +80,7 @@ impl Round<'_> {
             return Ok(None);
         }
         let (input, within) = (claim.clone(), place.clone());
-        let others_mps = others_mps_of(claim, snapshot);
+        let others_mps = others_mps_of(claim, snapshot, end);
         let attempt = self
             .engine
             .call(move |feed| {
@@ -93,7 +101,16 @@ impl Round<'_> {
             })
             .await;
         let why = match attempt {
-            Ok(Attempt::Allocated(allocation)) => return Ok(Some(allocation)),
+            Ok(Attempt::Allocated(allocation)) => {
+                let namespace = claim.metadata.namespace.clone().unwrap_or_default();
+                let results = allocation.devices.iter().flat_map(|d| d.results.iter().flatten());
+                end.mps_given.extend(
+                    results
+                        .filter(|r| r.device.ends_with("-mps"))
+                        .map(|r| (namespace.clone(), r.pool.as_str().into(), r.device.as_str().into())),
+                );
+                return Ok(Some(allocation));
+            }
             Ok(Attempt::AwaitingWatch) => return Ok(None),
             Ok(Attempt::NoFit) => {
                 return self
@@ -127,7 +144,7 @@ impl Round<'_> {
             return Ok(());
         }
         end.explained += 1;
-        let (input, others_mps) = (claim.clone(), others_mps_of(claim, snapshot));
+        let (input, others_mps) = (claim.clone(), others_mps_of(claim, snapshot, end));
         let explained: Result<Result<Option<Explanation>, AllocationError>, EnginePanic> = self
             .engine
             .call(move |feed| {
