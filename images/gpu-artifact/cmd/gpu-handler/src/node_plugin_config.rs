@@ -230,7 +230,12 @@ mod tests {
     #[test]
     fn the_mps_shared_memory_is_a_tmpfs_of_the_set_size_only_where_daemons_get_a_namespace() {
         let simulated = config(&[]).unwrap();
-        assert_eq!(simulated.prepare("w1", None, Some("/app/gpu-handler".into())).mps_shm_bytes, None);
+        assert_eq!(
+            simulated
+                .prepare("w1", None, Some("/app/gpu-handler".into()))
+                .mps_shm_bytes,
+            None
+        );
         let real = config(&[("MPS_SHM_NAMESPACE", "true")]).unwrap();
         assert_eq!(real.prepare("w1", None, None).mps_shm_bytes, Some(1 << 30));
         let sized = config(&[("MPS_SHM_NAMESPACE", "true"), ("MPS_SHM_SIZE", "64Mi")]).unwrap();

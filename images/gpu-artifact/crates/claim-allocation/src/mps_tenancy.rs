@@ -67,7 +67,11 @@ pub(crate) fn confined(claim: &ResourceClaim, cards: &BTreeSet<String>) -> Optio
         }),
     };
     let mut confined = claim.clone();
-    let requests = confined.spec.devices.iter_mut().flat_map(|d| d.requests.iter_mut().flatten());
+    let requests = confined
+        .spec
+        .devices
+        .iter_mut()
+        .flat_map(|d| d.requests.iter_mut().flatten());
     for request in requests {
         if let Some(exactly) = &mut request.exactly {
             exactly.selectors.get_or_insert_with(Vec::new).push(selector.clone());

@@ -23,8 +23,10 @@ pub(crate) fn slice() -> ResourceSlice {
 }
 
 pub(crate) fn class() -> DeviceClass {
-    serde_json::from_value(json!({"metadata": {"name": "gpu-mps"}, "spec": {"selectors": [{"cel": {"expression":
-        "device.driver == \"gpu.deckhouse.io\" && device.attributes[\"gpu.deckhouse.io\"].sharing == \"MPS\""}}]}}))
+    serde_json::from_value(
+        json!({"metadata": {"name": "gpu-mps"}, "spec": {"selectors": [{"cel": {"expression":
+        "device.driver == \"gpu.deckhouse.io\" && device.attributes[\"gpu.deckhouse.io\"].sharing == \"MPS\""}}]}}),
+    )
     .unwrap()
 }
 
@@ -37,7 +39,13 @@ pub(crate) fn share(namespace: &str, name: &str) -> ResourceClaim {
 }
 
 pub(crate) fn first_device(allocation: &k8s_openapi::api::resource::v1::AllocationResult) -> String {
-    allocation.devices.as_ref().and_then(|d| d.results.as_ref()).expect("results")[0].device.clone()
+    allocation
+        .devices
+        .as_ref()
+        .and_then(|d| d.results.as_ref())
+        .expect("results")[0]
+        .device
+        .clone()
 }
 
 /// Namespace `a`'s claim on `gpu0-mps`, allocated and committed.
@@ -72,13 +80,19 @@ fn another_namespaces_mps_share_goes_to_a_card_without_foreign_mps_clients() {
         "gpu0-mps",
         "the engine alone packs the card in use"
     );
-    assert_eq!(device_for(&mut engine, &held, &share("b", "second")).as_deref(), Some("gpu1-mps"));
+    assert_eq!(
+        device_for(&mut engine, &held, &share("b", "second")).as_deref(),
+        Some("gpu1-mps")
+    );
 }
 
 #[test]
 fn the_same_namespace_shares_its_card_and_gets_no_extra_selector() {
     let (mut engine, held) = engine_with_a_share_of_gpu0();
-    assert_eq!(device_for(&mut engine, &held, &share("a", "second")).as_deref(), Some("gpu0-mps"));
+    assert_eq!(
+        device_for(&mut engine, &held, &share("a", "second")).as_deref(),
+        Some("gpu0-mps")
+    );
     assert!(others_mps_results("a", std::iter::once(&held)).is_empty());
 }
 

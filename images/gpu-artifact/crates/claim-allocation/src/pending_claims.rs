@@ -49,7 +49,10 @@ enum Attempt {
 /// and those this round gave.
 fn others_mps_of(claim: &ResourceClaim, snapshot: &Snapshot, end: &RoundEnd) -> Vec<(Box<str>, Box<str>)> {
     let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
-    let mut results = others_mps_results(namespace, snapshot.claims.iter().filter_map(|c| c.allocated().map(|a| &**a)));
+    let mut results = others_mps_results(
+        namespace,
+        snapshot.claims.iter().filter_map(|c| c.allocated().map(|a| &**a)),
+    );
     results.extend(
         end.mps_given
             .iter()
@@ -60,7 +63,11 @@ fn others_mps_of(claim: &ResourceClaim, snapshot: &Snapshot, end: &RoundEnd) -> 
 }
 
 /// `claim` kept off the cards whose MPS shares are another namespace's.
-fn within_tenancy(engine: &Allocator, claim: Arc<ResourceClaim>, others_mps: &[(Box<str>, Box<str>)]) -> Arc<ResourceClaim> {
+fn within_tenancy(
+    engine: &Allocator,
+    claim: Arc<ResourceClaim>,
+    others_mps: &[(Box<str>, Box<str>)],
+) -> Arc<ResourceClaim> {
     confined(&claim, &foreign_mps_cards(engine, others_mps)).map_or(claim, Arc::new)
 }
 

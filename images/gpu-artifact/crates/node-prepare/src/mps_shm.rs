@@ -39,7 +39,8 @@ pub(crate) fn mount_shm(dir: &Path, size_bytes: u64) -> Result<(), PrepareError>
     if is_mount_point(dir) {
         return Ok(());
     }
-    let options = std::ffi::CString::new(tmpfs_options(size_bytes)).expect("digits and letters only");
+    let options = std::ffi::CString::new(tmpfs_options(size_bytes))
+        .map_err(|error| PrepareError::io("mount a tmpfs on", dir)(std::io::Error::other(error)))?;
     rustix::mount::mount(
         "gpu-mps-shm",
         dir,

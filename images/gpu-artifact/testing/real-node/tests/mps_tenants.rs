@@ -24,17 +24,22 @@ const OTHER_NAMESPACE: &str = "another namespace's MPS clients use card";
 /// A claim in `namespace` of `percent` of the card with `uuid`, through MPS.
 async fn share_of_card(client: &Client, namespace: &str, name: &str, uuid: &str, percent: u32) {
     let selector = format!("device.attributes[\"gpu.deckhouse.io\"].uuid == \"{uuid}\"");
-    apply(client, &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    apply(
+        client,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-mps",
             "selectors": [{"cel": {"expression": selector}}],
-            "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": percent.to_string()}}}}]}}}))
+            "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": percent.to_string()}}}}]}}}),
+    )
     .await;
 }
 
 /// The node's mounts below [`MPS_DIR`]: `(mount point, filesystem type, super options)`.
 fn mps_mounts(node: &real_node::node::RealNode) -> Vec<(String, String, String)> {
-    let out = node.exec(&["cat", "/proc/self/mountinfo"]).expect("the node's mountinfo");
+    let out = node
+        .exec(&["cat", "/proc/self/mountinfo"])
+        .expect("the node's mountinfo");
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|line| {
@@ -53,13 +58,17 @@ fn mps_mounts(node: &real_node::node::RealNode) -> Vec<(String, String, String)>
 
 /// Waits until Pod `name` printed `marker`, and returns what it printed.
 async fn wait_printed(client: &Client, namespace: &str, name: &str, marker: &str) -> String {
-    wait_until(&format!("Pod {namespace}/{name} printed {marker}"), POD_DONE, || async move {
-        Ok(match try_logs(client, namespace, name).await {
-            Ok(out) if out.contains(marker) => Progress::Done(out),
-            Ok(out) => Progress::Pending(out),
-            Err(error) => Progress::Pending(error.to_string()),
-        })
-    })
+    wait_until(
+        &format!("Pod {namespace}/{name} printed {marker}"),
+        POD_DONE,
+        || async move {
+            Ok(match try_logs(client, namespace, name).await {
+                Ok(out) if out.contains(marker) => Progress::Done(out),
+                Ok(out) => Progress::Pending(out),
+                Err(error) => Progress::Pending(error.to_string()),
+            })
+        },
+    )
     .await
     .unwrap()
 }
@@ -79,8 +88,16 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
         echo \"dd exit $?\"; df -k /dev/shm | tail -1; echo FILLED; sleep 3600";
     create_pod(&client, &tenant_a, &workload_pod("a", fill, &[("gpu", "a")], &[])).await;
     let out = wait_printed(&client, &tenant_a, "a", "FILLED").await;
-    assert!(out.contains("No space left on device") && out.contains("dd exit 1"), "{out}");
-    let df: Vec<&str> = out.lines().find(|l| l.ends_with(" /dev/shm")).unwrap_or_default().split_whitespace().collect();
+    assert!(
+        out.contains("No space left on device") && out.contains("dd exit 1"),
+        "{out}"
+    );
+    let df: Vec<&str> = out
+        .lines()
+        .find(|l| l.ends_with(" /dev/shm"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
     assert_eq!(df.get(1), Some(&"1048576"), "a 1 GiB /dev/shm: {out}");
     let uuid = allocated_uuids(&client, &tenant_a, "a").await[0].1.clone();
     assert!(!uuid.is_empty(), "the card of A's share has a UUID");
@@ -89,14 +106,24 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
     let shm = format!("{MPS_DIR}/{}/shm", cards[0]);
     let mounts = mps_mounts(node);
     assert!(
-        mounts.iter().any(|(point, kind, options)| *point == shm && kind == "tmpfs" && options.contains("size=1048576k")),
+        mounts
+            .iter()
+            .any(|(point, kind, options)| *point == shm && kind == "tmpfs" && options.contains("size=1048576k")),
         "the card's shm is a 1 GiB tmpfs on the node, not its disk: {mounts:?}"
     );
 
     // The node goes on preparing: another claim of tenant A on the same card, which sees A's files.
     share_of_card(&client, &tenant_a, "a2", &uuid, 25).await;
-    let out = run_to_end(&client, &tenant_a, &workload_pod("a2", "ls /dev/shm", &[("gpu", "a2")], &[])).await;
-    assert!(out.lines().any(|l| l == "tenant-a"), "one namespace's clients share the card's shm: {out}");
+    let out = run_to_end(
+        &client,
+        &tenant_a,
+        &workload_pod("a2", "ls /dev/shm", &[("gpu", "a2")], &[]),
+    )
+    .await;
+    assert!(
+        out.lines().any(|l| l == "tenant-a"),
+        "one namespace's clients share the card's shm: {out}"
+    );
 
     // Tenant B's share of the same card is refused while A's clients use it, without naming A.
     share_of_card(&client, &tenant_b, "b", &uuid, 25).await;
@@ -116,7 +143,10 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
     })
     .await
     .unwrap();
-    assert!(!refusal.contains(&*tenant_a), "the refusal names no other namespace: {refusal}");
+    assert!(
+        !refusal.contains(&*tenant_a),
+        "the refusal names no other namespace: {refusal}"
+    );
 
     // A's Pods go; B's share is prepared on a fresh shm: the daemon's segment, none of A's files.
     Api::<Pod>::namespaced(client.clone(), &tenant_a)
@@ -125,13 +155,18 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
         .unwrap();
     let out = finish_run(&client, &tenant_b, "b").await;
     let listed = section(&out, "shm");
-    assert!(!listed.contains(&"tenant-a") && !listed.contains(&"fill"), "A's files are gone: {out}");
+    assert!(
+        !listed.contains(&"tenant-a") && !listed.contains(&"fill"),
+        "A's files are gone: {out}"
+    );
     assert!(
         listed.iter().any(|l| l.starts_with("cuda.shm.mps-control.")),
         "B meets the daemon in its shm: {out}"
     );
     assert!(
-        section(&out, "pipe").iter().any(|l| l.starts_with('p') && l.ends_with("control")),
+        section(&out, "pipe")
+            .iter()
+            .any(|l| l.starts_with('p') && l.ends_with("control")),
         "B reaches the daemon's pipe: {out}"
     );
 
@@ -141,11 +176,13 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
     wait_until("the cards' MPS directories and tmpfs gone", POD_DONE, || async move {
         let cards = node.files().list(MPS_DIR)?;
         let mounts = mps_mounts(node);
-        Ok(if cards.is_empty() && mounts.iter().all(|(point, ..)| point == MPS_DIR) {
-            Progress::Done(())
-        } else {
-            Progress::Pending(format!("{cards:?} {mounts:?}"))
-        })
+        Ok(
+            if cards.is_empty() && mounts.iter().all(|(point, ..)| point == MPS_DIR) {
+                Progress::Done(())
+            } else {
+                Progress::Pending(format!("{cards:?} {mounts:?}"))
+            },
+        )
     })
     .await
     .unwrap();

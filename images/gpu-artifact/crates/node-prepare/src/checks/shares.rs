@@ -82,10 +82,18 @@ pub(super) fn check_shares(
 /// server), and never a second daemon on the same GPU. So a card's MPS clients all meet in one
 /// daemon and its `/dev/shm`, and the card serves one namespace's MPS claims until the last is gone.
 /// The answer names no claim: the other namespace is not the asker's to know.
-fn another_namespace_uses_mps(checkpoint: &CheckpointData, card: &PciAddress, except_uid: &str, namespace: &str) -> bool {
+fn another_namespace_uses_mps(
+    checkpoint: &CheckpointData,
+    card: &PciAddress,
+    except_uid: &str,
+    namespace: &str,
+) -> bool {
     checkpoint.devices_on_card(card).any(|(uid, claim, device)| {
         uid != except_uid
             && claim.namespace != namespace
-            && device.sharing.as_ref().is_some_and(|sharing| sharing.strategy == SharingStrategy::Mps)
+            && device
+                .sharing
+                .as_ref()
+                .is_some_and(|sharing| sharing.strategy == SharingStrategy::Mps)
     })
 }

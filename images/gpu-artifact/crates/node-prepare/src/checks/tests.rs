@@ -138,7 +138,10 @@ fn an_exclusive_device_of_another_claim_is_refused_by_name() {
 fn shares_of_one_card_coexist_but_not_with_an_exclusive_allocation() {
     let checkpoint = recorded(vec![shared(SharingStrategy::Mps, "s1")]);
     assert_eq!(
-        refused(&in_namespace("ns", request(vec![shared(SharingStrategy::Mps, "s2")])), &checkpoint),
+        refused(
+            &in_namespace("ns", request(vec![shared(SharingStrategy::Mps, "s2")])),
+            &checkpoint
+        ),
         None
     );
     let reason = refused(&request(vec![physical("gpu0")]), &checkpoint).unwrap();
