@@ -62,13 +62,27 @@ fn others_mps_of(claim: &ResourceClaim, snapshot: &Snapshot, end: &RoundEnd) -> 
     results
 }
 
-/// `claim` kept off the cards whose MPS shares are another namespace's.
+/// `claim` kept off the cards whose MPS shares are another namespace's, and how many cards that is.
 fn within_tenancy(
     engine: &Allocator,
     claim: Arc<ResourceClaim>,
     others_mps: &[(Box<str>, Box<str>)],
-) -> Arc<ResourceClaim> {
-    confined(&claim, &foreign_mps_cards(engine, others_mps)).map_or(claim, Arc::new)
+) -> (Arc<ResourceClaim>, usize) {
+    let cards = foreign_mps_cards(engine, others_mps);
+    (confined(&claim, &cards).map_or(claim, Arc::new), cards.len())
+}
+
+/// What a claim kept off `cards` cards is told besides the engine's reason, which sees only the
+/// selector that kept it off them.
+fn left_out_note(cards: usize) -> Option<String> {
+    (cards > 0).then(|| {
+        format!(
+            "the MPS offers of {cards} GPU{} left out: another namespace's MPS claims use {}, and a GPU serves the \
+             MPS claims of one namespace at a time",
+            if cards == 1 { " was" } else { "s were" },
+            if cards == 1 { "it" } else { "them" }
+        )
+    })
 }
 
 impl Round<'_> {
@@ -94,7 +108,7 @@ impl Round<'_> {
                 if feed.awaiting_watch(&claim_id(&input)) {
                     return Attempt::AwaitingWatch;
                 }
-                let input = within_tenancy(&feed.engine, input, &others_mps);
+                let (input, _) = within_tenancy(&feed.engine, input, &others_mps);
                 let allocated = match &within {
                     Placement::On(node) => feed.engine.allocate(&input, Some(node)),
                     Placement::Among(nodes) => feed.engine.allocate_among(&input, &|name| nodes.contains(name)),
@@ -128,7 +142,7 @@ impl Round<'_> {
             Ok(Attempt::Invalid(error)) => Unallocated::Invalid(error),
             Err(panic) => self.panicked(claim, panic),
         };
-        self.tell(claim, pod, &why, snapshot, Instant::now()).await;
+        self.tell(claim, pod, &why, None, snapshot, Instant::now()).await;
         Ok(None)
     }
 
@@ -152,13 +166,17 @@ impl Round<'_> {
         }
         end.explained += 1;
         let (input, others_mps) = (claim.clone(), others_mps_of(claim, snapshot, end));
-        let explained: Result<Result<Option<Explanation>, AllocationError>, EnginePanic> = self
+        let explained: Result<(Result<Option<Explanation>, AllocationError>, usize), EnginePanic> = self
             .engine
             .call(move |feed| {
-                let input = within_tenancy(&feed.engine, input, &others_mps);
-                feed.engine.explain(&input, NEAREST_NODES)
+                let (input, left_out) = within_tenancy(&feed.engine, input, &others_mps);
+                (feed.engine.explain(&input, NEAREST_NODES), left_out)
             })
             .await;
+        let (explained, note) = match explained {
+            Ok((explained, left_out)) => (Ok(explained), left_out_note(left_out)),
+            Err(panic) => (Err(panic), None),
+        };
         let why = match explained {
             Ok(Ok(Some(explanation))) => Unallocated::NoFit(explanation),
             Ok(Ok(None)) => match place {
@@ -170,7 +188,7 @@ impl Round<'_> {
             Ok(Err(error)) => Unallocated::Invalid(error),
             Err(panic) => self.panicked(claim, panic),
         };
-        self.tell(claim, pod, &why, snapshot, now).await;
+        self.tell(claim, pod, &why, note, snapshot, now).await;
         Ok(())
     }
 
@@ -183,17 +201,21 @@ impl Round<'_> {
         Unallocated::Panicked(panic)
     }
 
-    /// Records the reason and publishes it on the claim (and its Pod) when it changed.
+    /// Records the reason (with `note` after it) and publishes it on the claim (and its Pod) when it changed.
     async fn tell(
         &mut self,
         claim: &ResourceClaim,
         pod: Option<&Pod>,
         why: &Unallocated,
+        note: Option<String>,
         snapshot: &Snapshot,
         now: Instant,
     ) {
         let classes: BTreeSet<String> = mig_classes(snapshot.classes.iter().map(|c| &**c));
-        let text = pending_reason(why, &snapshot.facts, &classes);
+        let mut text = pending_reason(why, &snapshot.facts, &classes);
+        if let Some(note) = note {
+            text = truncated(format!("{text}; {note}"));
+        }
         if !self.memory.pending.record(&claim_id(claim), &text, now) {
             return;
         }

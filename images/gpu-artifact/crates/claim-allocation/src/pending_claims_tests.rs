@@ -164,4 +164,17 @@ async fn mps_claims_of_two_namespaces_in_one_round_go_to_two_cards() {
         devices.push(first_device(&allocation));
     }
     assert_eq!(devices, ["gpu0-mps", "gpu0-mps", "gpu1-mps"]);
+    let late = Arc::new(share("c", "fourth"));
+    let got = round
+        .try_allocate(&late, Placement::Anywhere, None, &snapshot, &mut end)
+        .await
+        .unwrap();
+    assert!(got.is_none(), "both cards have another namespace's MPS clients");
+    assert_eq!(
+        round.memory.pending.text("fourth"),
+        Some(
+            "cannot allocate: node w1: request gpu: no device of class gpu-mps; the MPS offers of 2 GPUs were left \
+             out: another namespace's MPS claims use them, and a GPU serves the MPS claims of one namespace at a time"
+        )
+    );
 }
