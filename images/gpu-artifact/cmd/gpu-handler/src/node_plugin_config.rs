@@ -18,7 +18,11 @@
 //!   DRA socket, where the runtime on the host can run it;
 //! - `MPS_SHM_NAMESPACE` (`true` or `false`, default `false`): each MPS daemon gets its card's
 //!   shared-memory directory as `/dev/shm` (this binary, as `mps-namespace`, starts it in a mount
-//!   namespace), shared with its clients through their CDI specs;
+//!   namespace), shared with its clients through their CDI specs; that directory is then a tmpfs
+//!   the handler mounts while the daemon runs (never the node's disk);
+//! - `MPS_SHM_SIZE` (default `1Gi`; a number of bytes, or with `Ki`, `Mi` or `Gi`): the size of that
+//!   tmpfs, the most the MPS clients of one card (one namespace's, see `node_prepare`) may keep in
+//!   `/dev/shm` together; a write past it fails with ENOSPC;
 //! - `MPS_SUPERVISE_INTERVAL` (default `5s`): how often the MPS daemons of cards with prepared MPS
 //!   shares are checked and started again if they died.
 //!
@@ -44,6 +48,7 @@ pub struct NodePluginConfig {
     pub driver_root: Option<(PathBuf, PathBuf)>,
     pub cdi_hook_source: PathBuf,
     pub mps_shm_namespace: bool,
+    pub mps_shm_bytes: u64,
     pub mps_supervise_interval: Duration,
 }
 
@@ -73,6 +78,12 @@ impl NodePluginConfig {
                     )
                 })?,
         };
+        let mps_shm_bytes = match get("MPS_SHM_SIZE").as_deref().map(str::trim) {
+            None | Some("") => DEFAULT_MPS_SHM_BYTES,
+            Some(text) => parse_bytes(text).filter(|bytes| *bytes > 0).ok_or_else(|| {
+                anyhow::anyhow!("MPS_SHM_SIZE must be a positive size such as 1Gi, 512Mi or 1048576, not {text:?}")
+            })?,
+        };
         let config = Self {
             host_root: path("HOST_ROOT", "/"),
             kubelet_root: path("KUBELET_ROOT", DEFAULT_KUBELET_ROOT),
@@ -83,6 +94,7 @@ impl NodePluginConfig {
             driver_root,
             cdi_hook_source: path("CDI_HOOK_SOURCE", "/app/gpu-cdi-hook"),
             mps_shm_namespace: switch("MPS_SHM_NAMESPACE", false)?,
+            mps_shm_bytes,
             mps_supervise_interval,
         };
         if let Err(reason) = config.prepare("-", None, None).check_bounds() {
@@ -137,6 +149,7 @@ impl NodePluginConfig {
                 ld_cache_hook: hook,
             }),
             mps_launcher: launcher.filter(|_| self.mps_shm_namespace),
+            mps_shm_bytes: self.mps_shm_namespace.then_some(self.mps_shm_bytes),
             cdi_dir: self.cdi_dir.clone(),
             lock_timeout: Duration::from_secs(10),
             nvidia_smi: self.nvidia_smi.clone(),
@@ -144,6 +157,18 @@ impl NodePluginConfig {
             ..NodePrepareConfig::new(node_name, &self.host_root)
         }
     }
+}
+
+/// The size of a card's MPS `/dev/shm` when `MPS_SHM_SIZE` is not set.
+const DEFAULT_MPS_SHM_BYTES: u64 = 1 << 30;
+
+/// `1048576`, `1024Ki`, `1Mi` or `1Gi` (binary units, as Kubernetes writes quantities).
+fn parse_bytes(text: &str) -> Option<u64> {
+    let (number, shift) = [("Ki", 10), ("Mi", 20), ("Gi", 30)]
+        .into_iter()
+        .find_map(|(suffix, shift)| text.strip_suffix(suffix).map(|number| (number, shift)))
+        .unwrap_or((text, 0));
+    number.parse::<u64>().ok()?.checked_mul(1 << shift)
 }
 
 /// `5s` or `5` (seconds).
@@ -200,6 +225,25 @@ mod tests {
         );
         assert_eq!(moved.prepare("w1", None, None).host_root, PathBuf::from("/t"));
         assert!(!moved.mig_offers);
+    }
+
+    #[test]
+    fn the_mps_shared_memory_is_a_tmpfs_of_the_set_size_only_where_daemons_get_a_namespace() {
+        let simulated = config(&[]).unwrap();
+        assert_eq!(
+            simulated
+                .prepare("w1", None, Some("/app/gpu-handler".into()))
+                .mps_shm_bytes,
+            None
+        );
+        let real = config(&[("MPS_SHM_NAMESPACE", "true")]).unwrap();
+        assert_eq!(real.prepare("w1", None, None).mps_shm_bytes, Some(1 << 30));
+        let sized = config(&[("MPS_SHM_NAMESPACE", "true"), ("MPS_SHM_SIZE", "64Mi")]).unwrap();
+        assert_eq!(sized.prepare("w1", None, None).mps_shm_bytes, Some(64 << 20));
+        for bad in ["0", "1G", "lots"] {
+            let error = config(&[("MPS_SHM_SIZE", bad)]).unwrap_err().to_string();
+            assert!(error.contains("MPS_SHM_SIZE") && error.contains(bad), "{error}");
+        }
     }
 
     #[test]

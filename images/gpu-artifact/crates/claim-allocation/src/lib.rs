@@ -24,6 +24,7 @@ pub mod engine_thread;
 pub mod fencing;
 pub mod lean_objects;
 pub mod metrics;
+mod mps_tenancy;
 pub mod node_facts;
 pub mod node_watch;
 pub mod note_events;

@@ -79,6 +79,9 @@ pub struct RoundEnd {
     pub again_in: Option<Duration>,
     /// Claims explained in this round (see `pending_claims::EXPLAINED_PER_ROUND`).
     pub(crate) explained: usize,
+    /// The MPS results this round gave, by namespace: the snapshot does not hold them yet, and a
+    /// later claim of the round must not share their cards across namespaces (`mps_tenancy`).
+    pub(crate) mps_given: Vec<(String, Box<str>, Box<str>)>,
 }
 
 impl RoundEnd {

@@ -8,12 +8,13 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dra_allocator::{AllocationError, Explanation, claim_id};
+use dra_allocator::{AllocationError, Allocator, Explanation, claim_id};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use kube::{Resource, ResourceExt};
 
 use crate::engine_thread::EnginePanic;
+use crate::mps_tenancy::{confined, foreign_mps_cards, others_mps_results};
 use crate::pass::{Round, RoundEnd, Snapshot, claim_key, reference};
 use crate::pending_reason::{Unallocated, mig_classes, pending_reason, truncated};
 
@@ -44,6 +45,46 @@ enum Attempt {
     AwaitingWatch,
 }
 
+/// The MPS results other namespaces' claims hold (see `mps_tenancy`): those the snapshot shows
+/// and those this round gave.
+fn others_mps_of(claim: &ResourceClaim, snapshot: &Snapshot, end: &RoundEnd) -> Vec<(Box<str>, Box<str>)> {
+    let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
+    let mut results = others_mps_results(
+        namespace,
+        snapshot.claims.iter().filter_map(|c| c.allocated().map(|a| &**a)),
+    );
+    results.extend(
+        end.mps_given
+            .iter()
+            .filter(|(given_to, ..)| given_to != namespace)
+            .map(|(_, pool, device)| (pool.clone(), device.clone())),
+    );
+    results
+}
+
+/// `claim` kept off the cards whose MPS shares are another namespace's, and how many cards that is.
+fn within_tenancy(
+    engine: &Allocator,
+    claim: Arc<ResourceClaim>,
+    others_mps: &[(Box<str>, Box<str>)],
+) -> (Arc<ResourceClaim>, usize) {
+    let cards = foreign_mps_cards(engine, others_mps);
+    (confined(&claim, &cards).map_or(claim, Arc::new), cards.len())
+}
+
+/// What a claim kept off `cards` cards is told besides the engine's reason, which sees only the
+/// selector that kept it off them.
+fn left_out_note(cards: usize) -> Option<String> {
+    (cards > 0).then(|| {
+        format!(
+            "the MPS offers of {cards} GPU{} left out: another namespace's MPS claims use {}, and a GPU serves the \
+             MPS claims of one namespace at a time",
+            if cards == 1 { " was" } else { "s were" },
+            if cards == 1 { "it" } else { "them" }
+        )
+    })
+}
+
 impl Round<'_> {
     /// Allocates `claim` where `place` says with the engine; `None` when it gets nothing now.
     pub(crate) async fn try_allocate(
@@ -60,12 +101,14 @@ impl Round<'_> {
             return Ok(None);
         }
         let (input, within) = (claim.clone(), place.clone());
+        let others_mps = others_mps_of(claim, snapshot, end);
         let attempt = self
             .engine
             .call(move |feed| {
                 if feed.awaiting_watch(&claim_id(&input)) {
                     return Attempt::AwaitingWatch;
                 }
+                let (input, _) = within_tenancy(&feed.engine, input, &others_mps);
                 let allocated = match &within {
                     Placement::On(node) => feed.engine.allocate(&input, Some(node)),
                     Placement::Among(nodes) => feed.engine.allocate_among(&input, &|name| nodes.contains(name)),
@@ -79,7 +122,16 @@ impl Round<'_> {
             })
             .await;
         let why = match attempt {
-            Ok(Attempt::Allocated(allocation)) => return Ok(Some(allocation)),
+            Ok(Attempt::Allocated(allocation)) => {
+                let namespace = claim.metadata.namespace.clone().unwrap_or_default();
+                let results = allocation.devices.iter().flat_map(|d| d.results.iter().flatten());
+                end.mps_given.extend(
+                    results
+                        .filter(|r| r.device.ends_with("-mps"))
+                        .map(|r| (namespace.clone(), r.pool.as_str().into(), r.device.as_str().into())),
+                );
+                return Ok(Some(allocation));
+            }
             Ok(Attempt::AwaitingWatch) => return Ok(None),
             Ok(Attempt::NoFit) => {
                 return self
@@ -90,7 +142,7 @@ impl Round<'_> {
             Ok(Attempt::Invalid(error)) => Unallocated::Invalid(error),
             Err(panic) => self.panicked(claim, panic),
         };
-        self.tell(claim, pod, &why, snapshot, Instant::now()).await;
+        self.tell(claim, pod, &why, None, snapshot, Instant::now()).await;
         Ok(None)
     }
 
@@ -113,11 +165,18 @@ impl Round<'_> {
             return Ok(());
         }
         end.explained += 1;
-        let input = claim.clone();
-        let explained: Result<Result<Option<Explanation>, AllocationError>, EnginePanic> = self
+        let (input, others_mps) = (claim.clone(), others_mps_of(claim, snapshot, end));
+        let explained: Result<(Result<Option<Explanation>, AllocationError>, usize), EnginePanic> = self
             .engine
-            .call(move |feed| feed.engine.explain(&input, NEAREST_NODES))
+            .call(move |feed| {
+                let (input, left_out) = within_tenancy(&feed.engine, input, &others_mps);
+                (feed.engine.explain(&input, NEAREST_NODES), left_out)
+            })
             .await;
+        let (explained, note) = match explained {
+            Ok((explained, left_out)) => (Ok(explained), left_out_note(left_out)),
+            Err(panic) => (Err(panic), None),
+        };
         let why = match explained {
             Ok(Ok(Some(explanation))) => Unallocated::NoFit(explanation),
             Ok(Ok(None)) => match place {
@@ -129,7 +188,7 @@ impl Round<'_> {
             Ok(Err(error)) => Unallocated::Invalid(error),
             Err(panic) => self.panicked(claim, panic),
         };
-        self.tell(claim, pod, &why, snapshot, now).await;
+        self.tell(claim, pod, &why, note, snapshot, now).await;
         Ok(())
     }
 
@@ -142,17 +201,21 @@ impl Round<'_> {
         Unallocated::Panicked(panic)
     }
 
-    /// Records the reason and publishes it on the claim (and its Pod) when it changed.
+    /// Records the reason (with `note` after it) and publishes it on the claim (and its Pod) when it changed.
     async fn tell(
         &mut self,
         claim: &ResourceClaim,
         pod: Option<&Pod>,
         why: &Unallocated,
+        note: Option<String>,
         snapshot: &Snapshot,
         now: Instant,
     ) {
         let classes: BTreeSet<String> = mig_classes(snapshot.classes.iter().map(|c| &**c));
-        let text = pending_reason(why, &snapshot.facts, &classes);
+        let mut text = pending_reason(why, &snapshot.facts, &classes);
+        if let Some(note) = note {
+            text = truncated(format!("{text}; {note}"));
+        }
         if !self.memory.pending.record(&claim_id(claim), &text, now) {
             return;
         }

@@ -127,3 +127,54 @@ fn the_pod_is_told_which_claim_and_why() {
     );
     assert_eq!(pod_note("c", &"x".repeat(2000)).len(), 1024);
 }
+
+#[tokio::test]
+async fn mps_claims_of_two_namespaces_in_one_round_go_to_two_cards() {
+    use crate::mps_tenancy::tests::{class, first_device, share, slice};
+    let engine = EngineThread::start().unwrap();
+    engine
+        .send(move |feed: &mut EngineFeed| feed.class_event(Event::Apply(class())))
+        .await;
+    engine
+        .send(move |feed: &mut EngineFeed| feed.slice_event(Event::Apply(slice())))
+        .await;
+    let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
+    let events = NoteEvents::new(client.clone(), "test", None);
+    let metrics = Metrics::register(&mut prometheus_client::registry::Registry::default());
+    let mut memory = Memory::default();
+    let mut round = Round {
+        engine: &engine,
+        writes: ClaimWrites {
+            client: &client,
+            fence: None,
+        },
+        events: &events,
+        metrics: &metrics,
+        memory: &mut memory,
+    };
+    let (snapshot, mut end) = (snapshot(), RoundEnd::default());
+    let mut devices = Vec::new();
+    for (namespace, name) in [("a", "first"), ("a", "second"), ("b", "third")] {
+        let claim = Arc::new(share(namespace, name));
+        let allocation = round
+            .try_allocate(&claim, Placement::Anywhere, None, &snapshot, &mut end)
+            .await
+            .unwrap()
+            .expect("fits");
+        devices.push(first_device(&allocation));
+    }
+    assert_eq!(devices, ["gpu0-mps", "gpu0-mps", "gpu1-mps"]);
+    let late = Arc::new(share("c", "fourth"));
+    let got = round
+        .try_allocate(&late, Placement::Anywhere, None, &snapshot, &mut end)
+        .await
+        .unwrap();
+    assert!(got.is_none(), "both cards have another namespace's MPS clients");
+    assert_eq!(
+        round.memory.pending.text("fourth"),
+        Some(
+            "cannot allocate: node w1: request gpu: no device of class gpu-mps; the MPS offers of 2 GPUs were left \
+             out: another namespace's MPS claims use them, and a GPU serves the MPS claims of one namespace at a time"
+        )
+    );
+}

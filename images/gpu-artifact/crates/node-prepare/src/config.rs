@@ -43,6 +43,9 @@ pub struct NodePrepareConfig {
     /// as its `/dev/shm`: `<launcher> mps-namespace <shm dir> -- <mps_control> ...`. `None`: the
     /// daemon runs as it is, and the directory is a plain one (simulated nodes).
     pub mps_launcher: Option<PathBuf>,
+    /// The size in bytes of the tmpfs mounted at each card's MPS shared-memory directory while its
+    /// daemon runs (`mps_shm`); `None`: a plain directory (simulated nodes, which may not mount).
+    pub mps_shm_bytes: Option<u64>,
     /// How long one vendor library call (NVML: MIG mode, instance create and destroy) may take.
     pub vendor_call_timeout: Duration,
 }
@@ -69,6 +72,7 @@ impl NodePrepareConfig {
             vendor_call_timeout: Duration::from_secs(8),
             driver: None,
             mps_launcher: None,
+            mps_shm_bytes: None,
         }
     }
 

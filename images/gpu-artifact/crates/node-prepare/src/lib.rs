@@ -78,6 +78,7 @@ mod fault_point;
 mod host_tool;
 mod mps_daemon;
 mod mps_namespace;
+mod mps_shm;
 mod node_lock;
 mod preparer;
 mod rebooted;

@@ -3,7 +3,8 @@
 //! stops it, `get_server_list` on its standard input answers only while it
 //! runs; each with `CUDA_VISIBLE_DEVICES=<card uuid>`,
 //! `CUDA_MPS_PIPE_DIRECTORY=<plugin dir>/mps/<card>/pipe` and
-//! `CUDA_MPS_LOG_DIRECTORY=<plugin dir>/mps/<card>/log`.
+//! `CUDA_MPS_LOG_DIRECTORY=<plugin dir>/mps/<card>/log`, and a tmpfs of its own at
+//! `<plugin dir>/mps/<card>/shm` for its and its clients' `/dev/shm` ([`crate::mps_shm`]).
 //!
 //! The card's directory `<plugin dir>/mps/<card>` says a daemon *should* run:
 //! it is made before the start and removed after the stop. Whether one *does*
@@ -25,6 +26,7 @@ use crate::checkpoint::{CheckpointData, ClaimState};
 use crate::config::NodePrepareConfig;
 use crate::error::PrepareError;
 use crate::host_tool::ToolRun;
+use crate::mps_shm;
 
 /// Holds the card UUID the daemon was started for, so a stop after a crash uses the same environment.
 const VISIBLE_DEVICES_FILE: &str = "visible-devices";
@@ -57,8 +59,13 @@ pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &st
     let uuid_file = dir.join(VISIBLE_DEVICES_FILE);
     let started = fs::write(&uuid_file, uuid)
         .map_err(PrepareError::io("write", &uuid_file))
+        .and_then(|()| match config.mps_shm_bytes {
+            Some(size) => mps_shm::mount_shm(&config.mps_shm_dir(card), size),
+            None => Ok(()),
+        })
         .and_then(|()| control(config, card, uuid, vec!["-d".into()], None, true).run(config.tool_timeout));
     if let Err(error) = started {
+        let _ = mps_shm::unmount_shm(&config.mps_shm_dir(card));
         let _ = fs::remove_dir_all(&dir);
         return Err(error);
     }
@@ -66,8 +73,8 @@ pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &st
     Ok(true)
 }
 
-/// Stops the card's daemon if its directory says one may run and removes the
-/// directory. Returns whether a daemon took the `quit`.
+/// Stops the card's daemon if its directory says one may run, unmounts its shared memory and
+/// removes the directory. Returns whether a daemon took the `quit`.
 pub(crate) fn stop_mps_daemon(config: &NodePrepareConfig, card: &str) -> Result<bool, PrepareError> {
     let dir = config.mps_dir(card);
     if !dir.exists() {
@@ -84,6 +91,9 @@ pub(crate) fn stop_mps_daemon(config: &NodePrepareConfig, card: &str) -> Result<
             false
         }
     };
+    // The shared memory goes with the daemon; a failed unmount keeps the directory (and the
+    // claim), so the unprepare is retried rather than leaving segments for a later tenant.
+    mps_shm::unmount_shm(&config.mps_shm_dir(card))?;
     fs::remove_dir_all(&dir).map_err(PrepareError::io("remove", &dir))?;
     Ok(stopped)
 }

@@ -1,12 +1,10 @@
 //! A card's MPS control daemon gets the card's shared memory as its `/dev/shm`, as every client of
 //! the card does through its CDI spec, so daemon and clients meet there and nothing else does. The
-//! directory is the card's `shm` directory under the plugin directory, which the host sees through
-//! the handler's hostPath; the handler starts the daemon through `<handler> mps-namespace <shm dir>
-//! -- <mps_control> ...`: a mount namespace of its own in which the directory is bound over
-//! `/dev/shm`. The NVIDIA DRA driver mounts a tmpfs per daemon on the host instead; that needs the
-//! plugin directory mounted with Bidirectional propagation, which gpu-handler does not take (a
-//! mount made in its container never reaches the host), so the segments live on the node's disk
-//! under the kubelet's directory.
+//! directory is the card's `shm` directory under the plugin directory: a tmpfs the handler mounts
+//! while the daemon runs (`mps_shm`), which reaches the host through the Bidirectional mount of
+//! `<plugin dir>/mps`. The handler starts the daemon through `<handler> mps-namespace <shm dir> --
+//! <mps_control> ...`: a mount namespace of its own in which the directory is bound over
+//! `/dev/shm` (the handler's own `/dev/shm` stays as it is).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;

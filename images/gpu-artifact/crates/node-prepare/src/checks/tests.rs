@@ -140,7 +140,10 @@ fn an_exclusive_device_of_another_claim_is_refused_by_name() {
 fn shares_of_one_card_coexist_but_not_with_an_exclusive_allocation() {
     let checkpoint = recorded(vec![shared(SharingStrategy::Mps, "s1")]);
     assert_eq!(
-        refused(&request(vec![shared(SharingStrategy::Mps, "s2")]), &checkpoint),
+        refused(
+            &in_namespace("ns", request(vec![shared(SharingStrategy::Mps, "s2")])),
+            &checkpoint
+        ),
         None
     );
     let reason = refused(&request(vec![physical("gpu0")]), &checkpoint).unwrap();
@@ -154,6 +157,29 @@ fn shares_of_one_card_coexist_but_not_with_an_exclusive_allocation() {
     )
     .unwrap();
     assert!(reason.contains("which an exclusive allocation holds alone"), "{reason}");
+}
+
+fn in_namespace(namespace: &str, mut request: PrepareRequest) -> PrepareRequest {
+    request.claim.namespace = namespace.into();
+    request
+}
+
+#[test]
+fn mps_shares_of_a_card_belong_to_one_namespace_and_the_refusal_names_no_other() {
+    let checkpoint = recorded(vec![shared(SharingStrategy::Mps, "s1")]);
+    let reason = refused(&request(vec![shared(SharingStrategy::Mps, "s2")]), &checkpoint).expect("refused");
+    assert_eq!(
+        reason,
+        "device gpu0-mps: another namespace's MPS clients use card 0000:01:00.0; the clients of a card's MPS \
+         control daemon share its /dev/shm, so a card serves the MPS claims of one namespace at a time"
+    );
+    assert!(!reason.contains("ns/"), "{reason}");
+    let time_sliced = recorded(vec![shared(SharingStrategy::TimeSlicing, "s1")]);
+    assert_eq!(
+        refused(&request(vec![shared(SharingStrategy::TimeSlicing, "s2")]), &time_sliced),
+        None,
+        "time-slicing keeps no shared memory between its clients"
+    );
 }
 
 #[test]

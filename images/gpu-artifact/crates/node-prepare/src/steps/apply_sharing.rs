@@ -82,6 +82,15 @@ fn apply_all(run: &mut PrepareRun<'_>) -> Result<(), PrepareError> {
                     .other_shares_on_card(pci_address, own_uid)
                     .next()
                     .is_none();
+                // A daemon left by shares that are gone (a crash in their teardown) is stopped
+                // first: its shared memory is theirs, never the next tenant's.
+                if first_share
+                    && !run
+                        .sharing_applied
+                        .contains(&SharingApplied::MpsDaemon { card: card.clone() })
+                {
+                    stop_mps_daemon(run.config, &card)?;
+                }
                 // A daemon started again for the card's other shares is theirs, not this run's to stop.
                 if start_mps_daemon(run.config, &card, uuid)? && first_share {
                     run.sharing_applied.push(SharingApplied::MpsDaemon { card });
