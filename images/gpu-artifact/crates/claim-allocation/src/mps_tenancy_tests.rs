@@ -107,3 +107,45 @@ fn a_namespace_gets_nothing_when_every_card_has_foreign_mps_clients() {
     let claim = confined(&share("b", "second"), &cards).unwrap();
     assert_eq!(engine.allocate(&claim, None).unwrap(), None);
 }
+
+/// An admin's claim over every MPS offer, in another namespace than the card's tenant.
+fn admin_over_every_mps_offer(namespace: &str) -> ResourceClaim {
+    serde_json::from_value(json!({
+        "metadata": {"name": "monitor", "namespace": namespace, "uid": "monitor", "resourceVersion": "1"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-mps",
+            "allocationMode": "All", "adminAccess": true,
+            "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": "1"}}}}]}}}))
+    .unwrap()
+}
+
+#[test]
+fn admin_access_sees_every_card_and_is_no_mps_tenant() {
+    let (mut engine, held) = engine_with_a_share_of_gpu0();
+    let admin = admin_over_every_mps_offer("monitoring");
+    let cards = foreign_mps_cards(&engine, &others_mps_results("monitoring", std::iter::once(&held)));
+    let allocation = engine
+        .allocate(confined(&admin, &cards).as_ref().unwrap_or(&admin), None)
+        .unwrap()
+        .expect("an admin reaches the cards another namespace's MPS clients use");
+    let results = allocation.devices.unwrap().results.unwrap();
+    let devices: Vec<&str> = results.iter().map(|r| r.device.as_str()).collect();
+    assert_eq!(devices, ["gpu0-mps", "gpu1-mps"]);
+
+    let mut admin = admin;
+    admin.status = Some(k8s_openapi::api::resource::v1::ResourceClaimStatus {
+        allocation: Some(k8s_openapi::api::resource::v1::AllocationResult {
+            devices: Some(k8s_openapi::api::resource::v1::DeviceAllocationResult {
+                results: Some(results),
+                config: None,
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let admin = AllocatedClaim::of(&admin);
+    assert!(admin.held.is_empty(), "admin access holds nothing: {:?}", admin.held);
+    assert!(
+        others_mps_results("b", std::iter::once(&admin)).is_empty(),
+        "an admin is no MPS tenant of the cards it looks at"
+    );
+}

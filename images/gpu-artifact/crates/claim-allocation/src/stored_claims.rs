@@ -66,8 +66,10 @@ impl AllocatedClaim {
             .flat_map(|s| s.allocation.iter())
             .flat_map(|a| a.devices.iter())
             .flat_map(|d| d.results.iter().flatten());
+        // A result with admin access holds nothing (the scheduler's allocated state leaves it out):
+        // it is no one's GPU time, no MPS tenant of its card, and never a victim or a double holder.
         let held = results
-            .filter(|r| r.driver == GPU_DRIVER)
+            .filter(|r| r.driver == GPU_DRIVER && r.admin_access != Some(true))
             .map(|r| HeldDevice {
                 request: r.request.as_str().into(),
                 pool: r.pool.as_str().into(),
