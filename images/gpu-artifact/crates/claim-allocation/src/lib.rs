@@ -25,6 +25,8 @@ pub mod fencing;
 pub mod lean_objects;
 pub mod metrics;
 pub mod node_facts;
+pub mod node_fit;
+pub mod node_room;
 pub mod node_watch;
 pub mod note_events;
 pub mod pass;

@@ -15,11 +15,11 @@ use kube::{Resource, ResourceExt};
 use crate::claim_writes::{ClaimWrites, Written};
 use crate::engine_thread::EngineThread;
 use crate::metrics::{AllocationLabels, Metrics, add_counts, allocation_counts};
+use crate::node_room::{NodeRoom, PinnedPods};
 use crate::note_events::NoteEvents;
 use crate::pending_claims::Placement;
 use crate::pending_notes::PendingNotes;
 use crate::pending_reason::NodeFacts;
-use crate::pod_nodes::nodes_for;
 use crate::releases::Releases;
 use crate::selection::plan;
 use crate::stored_claims::{AllocatedClaim, StoredClaim};
@@ -44,6 +44,8 @@ pub struct Memory {
     pub(crate) panicked: HashMap<String, String>,
     pub(crate) reported_violations: HashSet<String>,
     releases: Releases,
+    /// Pods whose claims this controller allocated and the scheduler has not bound yet.
+    pinned: PinnedPods,
 }
 
 impl Memory {
@@ -110,6 +112,7 @@ impl Round<'_> {
         self.metrics.ignored_slices.set(ignored as i64);
         let by_name = snapshot.classes.iter().map(|c| (c.name_any(), c.clone())).collect();
         let work = plan(&snapshot.claims, &snapshot.pods, &by_name);
+        let mut room = NodeRoom::of(&snapshot.pods, &mut self.memory.pinned);
         snapshot.claims.retain(|claim| claim.allocated().is_some());
         let snapshot = &snapshot;
         let mut newly = NewlyAllocated::default();
@@ -117,7 +120,7 @@ impl Round<'_> {
         for gated in work.gated {
             let mut node: Option<Node> = None;
             let mut results = vec![];
-            let place = Placement::Among(Arc::new(nodes_for(&gated.pod, &snapshot.nodes)));
+            let place = Placement::Among(Arc::new(room.nodes_for(&gated.pod, &snapshot.nodes)));
             for claim in &gated.claims {
                 let place = node.clone().map_or(place.clone(), |n| Placement::On(Box::new(n)));
                 let Some(allocation) = self
@@ -142,6 +145,9 @@ impl Round<'_> {
             }
             for (claim, allocation) in results {
                 self.write(&claim, &allocation, &mut newly).await?;
+            }
+            if let Some(name) = node.as_ref().and_then(|n| n.metadata.name.as_deref()) {
+                room.pin(&gated.pod, name, &mut self.memory.pinned);
             }
         }
         for (pod, claim) in work.unschedulable {
