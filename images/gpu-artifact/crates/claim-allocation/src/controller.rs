@@ -261,6 +261,7 @@ pub async fn run(
             events: &events,
             metrics: &metrics,
             memory: &mut memory,
+            claims: Some(&stores.claims),
         };
         let outcome = match round.run(snapshot).await {
             Ok(end) => RoundOutcome::Done { again_in: end.again_in },

@@ -12,6 +12,7 @@ use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClai
 use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
+use crate::claim_store::ClaimStore;
 use crate::claim_writes::{ClaimWrites, Written};
 use crate::engine_thread::EngineThread;
 use crate::metrics::{AllocationLabels, Metrics, add_counts, allocation_counts};
@@ -23,6 +24,10 @@ use crate::pending_reason::NodeFacts;
 use crate::releases::Releases;
 use crate::selection::plan;
 use crate::stored_claims::{AllocatedClaim, StoredClaim};
+
+/// How long a round waits for its own allocation writes to come back through the claim watch
+/// before it lifts the Pod's gate itself.
+const SEEN_WITHIN: Duration = Duration::from_secs(1);
 
 /// What a round sees.
 pub struct Snapshot {
@@ -67,6 +72,9 @@ pub struct Round<'a> {
     pub events: &'a NoteEvents,
     pub metrics: &'a Metrics,
     pub memory: &'a mut Memory,
+    /// The claim store the round's snapshot came from: a Pod whose claims this round allocated is
+    /// ungated once the store shows them (none: the next round does).
+    pub claims: Option<&'a ClaimStore>,
 }
 
 /// What the claims a round wrote add to the allocations gauge: counted as each is written, so the
@@ -143,8 +151,18 @@ impl Round<'_> {
                 self.writes.ungate(&gated.pod).await?;
                 continue;
             }
+            let keys: Vec<String> = results.iter().map(|(claim, _)| claim_key(claim)).collect();
             for (claim, allocation) in results {
                 self.write(&claim, &allocation, &mut newly).await?;
+            }
+            // The scheduler must find the allocation when it picks the Pod up: its claim informer
+            // sees the same stream as our watch, so once our store shows every claim allocated the
+            // gate can go in this round instead of the next one's (a burst window and a round
+            // later). Not seen in time: the next round lifts it.
+            if let Some(store) = self.claims
+                && store.until_allocated(&keys, SEEN_WITHIN).await
+            {
+                self.writes.ungate(&gated.pod).await?;
             }
             if let Some(name) = node.as_ref().and_then(|n| n.metadata.name.as_deref()) {
                 room.pin(&gated.pod, name, &mut self.memory.pinned);
