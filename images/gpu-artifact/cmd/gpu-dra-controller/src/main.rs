@@ -49,6 +49,7 @@ async fn run() -> anyhow::Result<()> {
             addr: env("WEBHOOK_ADDR", "0.0.0.0:9443").parse()?,
             cert_file: std::path::Path::new(&cert_dir).join("tls.crt"),
             key_file: std::path::Path::new(&cert_dir).join("tls.key"),
+            limits: webhook::ConnectionLimits::default(),
         };
         webhook::start(client.clone(), config, shutdown.clone()).await?;
     }

@@ -3,8 +3,8 @@
 //! first fit, with a log line and a Warning Event on the Pod saying why. The wait counts from when
 //! our gate became the Pod's last one ([`GateClock`]): while another gate holds it, it does not
 //! wait for gpu-dra-controller. gpu-controller runs it, so it works while gpu-dra-controller is
-//! stopped. The admission webhook labels the Pods it gates ([`GATED_LABEL`]), so only those are
-//! listed.
+//! stopped. The admission webhook labels the Pods it gates ([`GATED_LABEL`]) and whoever lifts the
+//! gate takes the label off, so only the Pods still gated are listed.
 
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::gate_clock::GateClock;
 
@@ -27,15 +27,13 @@ pub const DEFAULT_LIFT_AFTER: Duration = Duration::from_secs(30);
 const PERIOD: Duration = Duration::from_secs(5);
 
 /// The JSONPatch that removes our gate, guarded by a test that it is still where it was (a Pod
-/// changed meanwhile is left for the next look).
+/// changed meanwhile is left for the next look), and the label with it, so the Pod is no longer
+/// listed as gated.
 pub fn lift_patch(pod: &Pod) -> Option<Value> {
     let gates = pod.spec.as_ref()?.scheduling_gates.as_ref()?;
     let index = gates.iter().position(|g| g.name == SCHEDULING_GATE)?;
-    let path = format!("/spec/schedulingGates/{index}");
-    Some(json!([
-        {"op": "test", "path": path, "value": {"name": SCHEDULING_GATE}},
-        {"op": "remove", "path": path},
-    ]))
+    let labelled = pod.labels().contains_key(GATED_LABEL);
+    Some(gpu_api::gate_patch::ungate_patch(Some(index), labelled))
 }
 
 /// Lifts overdue gates until `shutdown`.
@@ -93,10 +91,13 @@ async fn lift_overdue(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn pod(gates: Value, created: &str, deleting: bool) -> Pod {
-        let mut pod = json!({"metadata": {"name": "p", "namespace": "ns", "creationTimestamp": created},
+        let mut pod = json!({"metadata": {"name": "p", "namespace": "ns", "creationTimestamp": created,
+                "labels": {GATED_LABEL: "true", "app": "x"}},
             "spec": {"containers": [{"name": "c"}], "schedulingGates": gates}});
         if deleting {
             pod["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:01:00Z");
@@ -105,7 +106,7 @@ mod tests {
     }
 
     #[test]
-    fn the_patch_removes_only_our_gate_where_it_is() {
+    fn the_patch_removes_only_our_gate_where_it_is_and_our_label() {
         let gated = pod(
             json!([{"name": "example.com/quota"}, {"name": SCHEDULING_GATE}]),
             "2026-01-01T00:00:00Z",
@@ -118,6 +119,11 @@ mod tests {
         assert_eq!(
             applied["spec"]["schedulingGates"],
             json!([{"name": "example.com/quota"}])
+        );
+        assert_eq!(
+            applied["metadata"]["labels"],
+            json!({"app": "x"}),
+            "the lifted Pod is no longer listed as gated"
         );
         assert_eq!(
             lift_patch(&pod(json!([{"name": "x"}]), "2026-01-01T00:00:00Z", false)),

@@ -5,7 +5,8 @@
 //! - [`gate_classes`]: which DeviceClasses gate (ours, not opted out by the annotation
 //!   `gpu.deckhouse.io/best-fit: "false"`), and the extended resources that name them;
 //! - [`pod_gate`]: whether a Pod gets the gate, and the JSONPatch (pure);
-//! - [`webhook`]: the HTTPS mutating admission webhook gpu-dra-controller serves;
+//! - [`webhook`]: the HTTPS mutating admission webhook gpu-dra-controller serves, on
+//!   [`webhook_server`] (deadlines and a connection limit);
 //! - [`gate_lifter`]: fail open, the gate of a Pod that waits too long is lifted (gpu-controller),
 //!   its wait counted by [`gate_clock`] from when our gate became the Pod's last one.
 
@@ -14,3 +15,4 @@ pub mod gate_clock;
 pub mod gate_lifter;
 pub mod pod_gate;
 pub mod webhook;
+pub mod webhook_server;

@@ -1,7 +1,9 @@
 //! The mutating admission webhook gpu-dra-controller serves (HTTPS, POST `/mutate-pods`): for a
 //! Pod CREATE it reads the claims and templates the Pod names, asks [`decide`] and answers with
 //! the JSONPatch that adds the gate. Classes come from a watch; a claim or template that cannot
-//! be read in time counts as no class (the MutatingWebhookConfiguration fails open anyway).
+//! be read in time counts as no class (the MutatingWebhookConfiguration fails open anyway). The
+//! lookups of one Pod run at once, so a Pod with many claims is decided within one lookup's time.
+//! The server and its limits are [`crate::webhook_server`]'s.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,8 +16,6 @@ use axum::routing::post;
 use axum::{Json, Router};
 use component_base::Shutdown;
 use futures::StreamExt;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 use kube::core::DynamicObject;
@@ -30,6 +30,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::gate_classes::GateClasses;
 use crate::pod_gate::{ClaimSource, GateDecision, claim_sources, decide, gate_patch, request_classes};
+pub use crate::webhook_server::ConnectionLimits;
 
 /// The path the MutatingWebhookConfiguration calls.
 pub const MUTATE_PATH: &str = "/mutate-pods";
@@ -41,6 +42,7 @@ pub struct WebhookConfig {
     pub addr: SocketAddr,
     pub cert_file: PathBuf,
     pub key_file: PathBuf,
+    pub limits: ConnectionLimits,
 }
 
 #[derive(Clone)]
@@ -82,33 +84,13 @@ pub async fn start(client: Client, config: WebhookConfig, shutdown: Shutdown) ->
     let app = Router::new()
         .route(MUTATE_PATH, post(review))
         .with_state(Admission { client, classes });
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = tokio::select! {
-                () = shutdown.cancelled() => return,
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::warn!(%error, "admission webhook accept failed");
-                        continue;
-                    }
-                },
-            };
-            let (acceptor, app) = (acceptor.clone(), app.clone());
-            tokio::spawn(async move {
-                let stream = match acceptor.accept(stream).await {
-                    Ok(stream) => stream,
-                    Err(error) => return tracing::debug!(%error, "admission TLS handshake failed"),
-                };
-                let served = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app))
-                    .await;
-                if let Err(error) = served {
-                    tracing::debug!(%error, "admission connection ended");
-                }
-            });
-        }
-    });
+    tokio::spawn(crate::webhook_server::serve(
+        listener,
+        acceptor,
+        app,
+        config.limits,
+        shutdown,
+    ));
     tracing::info!(%local, "admission webhook listening");
     Ok(local)
 }
@@ -131,11 +113,11 @@ async fn respond(admission: &Admission, request: &AdmissionRequest<Pod>) -> Admi
     };
     let namespace = request.namespace.clone().unwrap_or_default();
     let classes = GateClasses::new(admission.classes.state().iter().map(|c| c.as_ref()));
-    let mut sources = vec![];
-    for source in claim_sources(pod) {
+    let lookups = claim_sources(pod).into_iter().map(|source| async {
         let found = lookup(&admission.client, &namespace, &source).await;
-        sources.push((source, found));
-    }
+        (source, found)
+    });
+    let sources = futures::future::join_all(lookups).await;
     let name = pod
         .metadata
         .name
@@ -187,3 +169,7 @@ async fn lookup(client: &Client, namespace: &str, source: &ClaimSource) -> Optio
         }
     }
 }
+
+#[cfg(test)]
+#[path = "webhook_tests.rs"]
+mod tests;

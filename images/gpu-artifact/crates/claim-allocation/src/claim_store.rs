@@ -6,11 +6,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::runtime::watcher::Event;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::allocation_clock::AllocationClock;
 use crate::stored_claims::StoredClaim;
@@ -23,6 +23,8 @@ type Claims = HashMap<String, StoredClaim>;
 pub struct ClaimStore {
     claims: Arc<RwLock<Claims>>,
     listed: watch::Receiver<bool>,
+    /// Woken after every change applied.
+    changed: Arc<Notify>,
 }
 
 /// The store's writing side, fed by the claim watch.
@@ -30,6 +32,7 @@ pub struct ClaimStoreWriter {
     claims: Arc<RwLock<Claims>>,
     listing: Option<Claims>,
     listed: watch::Sender<bool>,
+    changed: Arc<Notify>,
     /// Told every change, as it is applied (the GPU-time metrics).
     clock: AllocationClock,
 }
@@ -47,14 +50,17 @@ fn key(claim: &ResourceClaim) -> String {
 pub fn claim_store() -> (ClaimStore, ClaimStoreWriter) {
     let claims = Arc::new(RwLock::new(Claims::new()));
     let (listed, receiver) = watch::channel(false);
+    let changed = Arc::new(Notify::new());
     let store = ClaimStore {
         claims: claims.clone(),
         listed: receiver,
+        changed: changed.clone(),
     };
     let writer = ClaimStoreWriter {
         claims,
         listing: None,
         listed,
+        changed,
         clock: AllocationClock::default(),
     };
     (store, writer)
@@ -99,6 +105,7 @@ impl ClaimStoreWriter {
                 self.listed.send_replace(true);
             }
         }
+        self.changed.notify_waiters();
     }
 }
 
@@ -106,6 +113,29 @@ impl ClaimStore {
     /// Every claim, in no particular order.
     pub fn state(&self) -> Vec<StoredClaim> {
         self.claims.read().expect("claim store").values().cloned().collect()
+    }
+
+    /// Waits until every claim of `keys` (`namespace/name`) is stored allocated, at most `within`;
+    /// false when that time ran out first.
+    pub async fn until_allocated(&self, keys: &[String], within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.all_allocated(keys) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
+    }
+
+    fn all_allocated(&self, keys: &[String]) -> bool {
+        let claims = self.claims.read().expect("claim store");
+        keys.iter()
+            .all(|k| claims.get(k).is_some_and(|c| c.allocated().is_some()))
     }
 
     /// Waits until the first list is complete.

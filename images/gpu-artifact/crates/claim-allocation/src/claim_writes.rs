@@ -11,6 +11,7 @@
 //! `pkg/controller/resourceclaim/controller.go`): without it a claim in use could be deleted at once
 //! and its device would look free while a Pod still runs on it.
 
+use gpu_api::labels::ALLOCATION_GATE_LABEL;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -99,8 +100,8 @@ impl ClaimWrites<'_> {
         )
     }
 
-    /// Removes our gate, keeping the others, guarded by the Pod's resourceVersion. A conflict is
-    /// fine: the next round sees the Pod again.
+    /// Removes our gate, keeping the others, and the label that lists the Pod as gated, guarded by
+    /// the Pod's resourceVersion. A conflict is fine: the next round sees the Pod again.
     pub async fn ungate(&self, pod: &Pod) -> anyhow::Result<()> {
         self.fenced().await?;
         let remaining: Vec<_> = pod
@@ -110,8 +111,8 @@ impl ClaimWrites<'_> {
             .filter(|g| g.name != SCHEDULING_GATE)
             .cloned()
             .collect();
-        let patch =
-            json!({"metadata": {"resourceVersion": pod.resource_version()}, "spec": {"schedulingGates": remaining}});
+        let patch = json!({"metadata": {"resourceVersion": pod.resource_version(), "labels": {ALLOCATION_GATE_LABEL: null}},
+                "spec": {"schedulingGates": remaining}});
         let api = Api::<Pod>::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
         match api
             .patch(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch))

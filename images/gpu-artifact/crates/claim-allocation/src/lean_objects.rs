@@ -11,6 +11,8 @@ use k8s_openapi::api::resource::v1::{AllocatedDeviceStatus, DeviceRequest, Resou
 use kube::Resource;
 use kube::core::ObjectMeta;
 
+use crate::node_fit::{as_pod_level, pod_requests};
+
 /// Drops managedFields: what every stored object loses.
 pub fn without_managed_fields<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
@@ -89,7 +91,9 @@ fn lean_status(mut status: ResourceClaimStatus) -> ResourceClaimStatus {
 
 /// Keeps of a Pod what selection, the gate removal and the choice of its node read: its identity
 /// and version, deletion, claims, scheduling gates, node constraints (name, selector, required node
-/// affinity, tolerations), claim statuses and PodScheduled condition.
+/// affinity, tolerations), claim statuses, phase and PodScheduled condition, and of its containers,
+/// init containers, overhead and pod-level resources only the CPU and memory they request in all
+/// (`node_fit::pod_requests`), kept as pod-level requests (which `pod_requests` reads back alike).
 pub fn lean_pod(pod: &mut Pod) {
     let metadata = std::mem::take(&mut pod.metadata);
     pod.metadata = ObjectMeta {
@@ -101,6 +105,7 @@ pub fn lean_pod(pod: &mut Pod) {
         ..ObjectMeta::default()
     };
     let spec = pod.spec.take().unwrap_or_default();
+    let requests = as_pod_level(pod_requests(&spec));
     let node_affinity = spec
         .affinity
         .and_then(|a| a.node_affinity)
@@ -109,6 +114,7 @@ pub fn lean_pod(pod: &mut Pod) {
             ..Affinity::default()
         });
     pod.spec = Some(PodSpec {
+        resources: requests,
         resource_claims: spec.resource_claims.map(exact),
         scheduling_gates: spec.scheduling_gates.map(exact),
         node_name: spec.node_name,
@@ -123,6 +129,7 @@ pub fn lean_pod(pod: &mut Pod) {
         .map(|all| exact(all.into_iter().filter(|c| c.type_ == "PodScheduled").collect()));
     pod.status = Some(PodStatus {
         resource_claim_statuses: status.resource_claim_statuses.map(exact),
+        phase: status.phase,
         conditions,
         ..PodStatus::default()
     });

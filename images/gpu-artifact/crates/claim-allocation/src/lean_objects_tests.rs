@@ -6,7 +6,9 @@ fn a_pod_keeps_what_selection_reads() {
     let mut pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5",
             "labels": {"app": "x"}, "managedFields": [{"manager": "kubectl"}]},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}], "nodeName": "n1",
+        "spec": {"containers": [{"name": "c", "image": "busybox",
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"}}}],
+            "overhead": {"cpu": "250m"}, "nodeName": "n1",
             "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
             "affinity": {"podAffinity": {}, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                 {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
@@ -23,12 +25,14 @@ fn a_pod_keeps_what_selection_reads() {
         json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5"},
             "spec": {"containers": [], "nodeName": "n1",
+                "resources": {"requests": {"cpu": "750m", "memory": "1073741824"}},
                 "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                     {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
                 "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}],
                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
-            "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}],
+            "status": {"phase": "Pending",
+                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}],
                 "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-1"}]}})
     );
 }

@@ -26,6 +26,8 @@ pub mod lean_objects;
 pub mod metrics;
 mod mps_tenancy;
 pub mod node_facts;
+pub mod node_fit;
+pub mod node_room;
 pub mod node_watch;
 pub mod note_events;
 pub mod pass;

@@ -1,6 +1,6 @@
 //! The Nodes a gated Pod may run on (see `pod_nodes`), kept lean. A round is woken only when what
-//! decides where a Pod may run changes: a Node comes or goes, or its labels, taints or cordon
-//! change. Status updates, most of a cluster's Node events, wake nothing.
+//! decides where a Pod may run changes: a Node comes or goes, or its labels, taints, cordon or
+//! allocatable change. Status heartbeats, most of a cluster's Node events, wake nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,10 +14,11 @@ use tokio::sync::Notify;
 
 use crate::pod_nodes::lean_node;
 
-/// Whether two lean Nodes admit the same Pods.
+/// Whether two lean Nodes admit the same Pods (lean: the allocatable kept is what `node_fit` reads).
 fn same_placement(old: &Node, new: &Node) -> bool {
     let spec = |n: &Node| n.spec.as_ref().map(|s| (s.taints.clone(), s.unschedulable));
-    old.metadata.labels == new.metadata.labels && spec(old) == spec(new)
+    let allocatable = |n: &Node| n.status.as_ref().map(|s| s.allocatable.clone());
+    old.metadata.labels == new.metadata.labels && spec(old) == spec(new) && allocatable(old) == allocatable(new)
 }
 
 /// Watches every Node into a lean store; wakes `trigger` when placement may have changed.

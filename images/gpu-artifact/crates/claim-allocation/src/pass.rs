@@ -12,17 +12,22 @@ use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClai
 use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
+use crate::claim_store::ClaimStore;
 use crate::claim_writes::{ClaimWrites, Written};
 use crate::engine_thread::EngineThread;
 use crate::metrics::{AllocationLabels, Metrics, add_counts, allocation_counts};
+use crate::node_room::{NodeRoom, PinnedPods};
 use crate::note_events::NoteEvents;
 use crate::pending_claims::Placement;
 use crate::pending_notes::PendingNotes;
 use crate::pending_reason::NodeFacts;
-use crate::pod_nodes::nodes_for;
 use crate::releases::Releases;
 use crate::selection::plan;
 use crate::stored_claims::{AllocatedClaim, StoredClaim};
+
+/// How long a round waits for its own allocation writes to come back through the claim watch
+/// before it lifts the Pod's gate itself.
+const SEEN_WITHIN: Duration = Duration::from_secs(1);
 
 /// What a round sees.
 pub struct Snapshot {
@@ -44,6 +49,8 @@ pub struct Memory {
     pub(crate) panicked: HashMap<String, String>,
     pub(crate) reported_violations: HashSet<String>,
     releases: Releases,
+    /// Pods whose claims this controller allocated and the scheduler has not bound yet.
+    pinned: PinnedPods,
 }
 
 impl Memory {
@@ -65,6 +72,9 @@ pub struct Round<'a> {
     pub events: &'a NoteEvents,
     pub metrics: &'a Metrics,
     pub memory: &'a mut Memory,
+    /// The claim store the round's snapshot came from: a Pod whose claims this round allocated is
+    /// ungated once the store shows them (none: the next round does).
+    pub claims: Option<&'a ClaimStore>,
 }
 
 /// What the claims a round wrote add to the allocations gauge: counted as each is written, so the
@@ -113,6 +123,7 @@ impl Round<'_> {
         self.metrics.ignored_slices.set(ignored as i64);
         let by_name = snapshot.classes.iter().map(|c| (c.name_any(), c.clone())).collect();
         let work = plan(&snapshot.claims, &snapshot.pods, &by_name);
+        let mut room = NodeRoom::of(&snapshot.pods, &mut self.memory.pinned);
         snapshot.claims.retain(|claim| claim.allocated().is_some());
         let snapshot = &snapshot;
         let mut newly = NewlyAllocated::default();
@@ -120,7 +131,7 @@ impl Round<'_> {
         for gated in work.gated {
             let mut node: Option<Node> = None;
             let mut results = vec![];
-            let place = Placement::Among(Arc::new(nodes_for(&gated.pod, &snapshot.nodes)));
+            let place = Placement::Among(Arc::new(room.nodes_for(&gated.pod, &snapshot.nodes)));
             for claim in &gated.claims {
                 let place = node.clone().map_or(place.clone(), |n| Placement::On(Box::new(n)));
                 let Some(allocation) = self
@@ -143,8 +154,21 @@ impl Round<'_> {
                 self.writes.ungate(&gated.pod).await?;
                 continue;
             }
+            let keys: Vec<String> = results.iter().map(|(claim, _)| claim_key(claim)).collect();
             for (claim, allocation) in results {
                 self.write(&claim, &allocation, &mut newly).await?;
+            }
+            // The scheduler must find the allocation when it picks the Pod up: its claim informer
+            // sees the same stream as our watch, so once our store shows every claim allocated the
+            // gate can go in this round instead of the next one's (a burst window and a round
+            // later). Not seen in time: the next round lifts it.
+            if let Some(store) = self.claims
+                && store.until_allocated(&keys, SEEN_WITHIN).await
+            {
+                self.writes.ungate(&gated.pod).await?;
+            }
+            if let Some(name) = node.as_ref().and_then(|n| n.metadata.name.as_deref()) {
+                room.pin(&gated.pod, name, &mut self.memory.pinned);
             }
         }
         for (pod, claim) in work.unschedulable {

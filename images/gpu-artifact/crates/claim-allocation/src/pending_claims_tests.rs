@@ -69,6 +69,7 @@ async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() 
         events: &events,
         metrics: &metrics,
         memory: &mut memory,
+        claims: None,
     };
     let (snapshot, mut end) = (snapshot(), RoundEnd::default());
     let mig = Arc::new(claim("p", "gpu-mig", 1, 5));

@@ -2,16 +2,20 @@
 //! the Node alone tell: `spec.nodeName`, `nodeSelector`, required node affinity, the taints it
 //! does not tolerate (NoSchedule, NoExecute) and a cordoned node. A gated Pod's claims are
 //! allocated only on such a node: a claim allocated elsewhere would pin the Pod where it cannot
-//! run. What needs other Pods or free CPU and memory is left to the scheduler.
+//! run. Free CPU, memory and Pod count are `node_fit`'s; what needs other Pods (inter-Pod
+//! affinity and anti-affinity, topology spread) is left to the scheduler.
 
 use dra_allocator::tolerates_taint;
-use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{
+    Node, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, Taint, Toleration,
+};
 use kube::core::ObjectMeta;
 
 /// The taint the scheduler treats a cordoned node as having.
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
-/// Keeps of a Node what `pod_may_run_on` reads: its name, labels, taints and whether it is cordoned.
+/// Keeps of a Node what `pod_may_run_on` reads: its name, labels, taints and whether it is
+/// cordoned, and of its allocatable what `node_fit` reads (CPU, memory, Pods).
 pub fn lean_node(node: &mut Node) {
     let metadata = std::mem::take(&mut node.metadata);
     node.metadata = ObjectMeta {
@@ -26,7 +30,14 @@ pub fn lean_node(node: &mut Node) {
         unschedulable: spec.unschedulable,
         ..NodeSpec::default()
     });
-    node.status = None;
+    let allocatable = node.status.take().and_then(|s| s.allocatable).map(|mut all| {
+        all.retain(|name, _| matches!(name.as_str(), "cpu" | "memory" | "pods"));
+        all
+    });
+    node.status = allocatable.map(|allocatable| NodeStatus {
+        allocatable: Some(allocatable),
+        ..NodeStatus::default()
+    });
 }
 
 /// The names of the `nodes` `pod` may run on.

@@ -95,7 +95,8 @@ fn a_lean_node_keeps_what_the_filter_reads() {
     let mut full: Node = serde_json::from_value(json!({
         "metadata": {"name": "gpu-1", "labels": {"zone": "a"}, "annotations": {"big": "x"}, "resourceVersion": "7"},
         "spec": {"podCIDR": "10.0.0.0/24", "unschedulable": true, "taints": [{"key": "k", "effect": "NoSchedule"}]},
-        "status": {"images": [{"names": ["registry/image:1"], "sizeBytes": 1}]}
+        "status": {"images": [{"names": ["registry/image:1"], "sizeBytes": 1}],
+            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}}
     }))
     .unwrap();
     let before: Vec<bool> = [json!({}), json!({"nodeSelector": {"zone": "a"}})]
@@ -103,7 +104,12 @@ fn a_lean_node_keeps_what_the_filter_reads() {
         .map(|p| pod_may_run_on(&pod(p), &full))
         .collect();
     lean_node(&mut full);
-    assert!(full.status.is_none() && full.metadata.annotations.is_none());
+    assert_eq!(
+        serde_json::to_value(&full.status).unwrap(),
+        json!({"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}),
+        "of the status only what node_fit reads"
+    );
+    assert!(full.metadata.annotations.is_none());
     assert_eq!(full.spec.as_ref().unwrap().pod_cidr, None);
     let after: Vec<bool> = [json!({}), json!({"nodeSelector": {"zone": "a"}})]
         .into_iter()

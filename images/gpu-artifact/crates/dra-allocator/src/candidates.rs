@@ -15,6 +15,7 @@ use dra_cel::{CelError, CompiledSelector, DeviceContext, DeviceReference, Quanti
 
 use crate::AllocationError;
 use crate::allocator::Allocator;
+use crate::best_fit::shares_first;
 use crate::device::AttrValue;
 use crate::fast_hash::FastMap;
 use crate::inventory::Inventory;
@@ -319,6 +320,8 @@ impl Allocator {
                 matching.push(slot);
             }
         }
+        drop(reach);
+        shares_first(&self.inventory, &self.usage, &mut matching);
         Ok(matching)
     }
 }

@@ -54,7 +54,7 @@ impl Allocator {
                 let in_use = devices
                     .iter()
                     .any(|slot| self.usage.is_exclusive(*slot) || self.usage.shares.contains_key(slot));
-                fit.2.0 = !in_use;
+                fit.3.0 = !in_use;
                 Outcome::Found(picks, fit)
             }
             other => other,
@@ -77,9 +77,14 @@ impl Allocator {
             Constraint::from_claim(constraints),
             budget,
         );
-        let found = search
-            .run()
-            .map(|found| found.then(|| Outcome::Found(search.picks.clone(), score(&self.inventory, &search.picks))));
+        let found = search.run().map(|found| {
+            found.then(|| {
+                Outcome::Found(
+                    search.picks.clone(),
+                    score(search.inventory, search.usage, &search.picks),
+                )
+            })
+        });
         search.release_all();
         found
     }

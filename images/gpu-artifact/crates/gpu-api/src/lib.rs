@@ -14,6 +14,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 pub mod crd;
+pub mod gate_patch;
 mod gpu_class;
 pub mod labels;
 mod nvidia;

@@ -10,6 +10,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use gpu_api::labels::ALLOCATION_GATE_LABEL;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
@@ -31,6 +32,11 @@ fn gates(pod: &Pod) -> Vec<String> {
         .and_then(|s| s.scheduling_gates.clone())
         .unwrap_or_default();
     gates.into_iter().map(|g| g.name).collect()
+}
+
+/// Whether the Pod carries the label the gate lifter lists gated Pods by.
+fn listed_as_gated(pod: &Pod) -> bool {
+    pod.labels().contains_key(ALLOCATION_GATE_LABEL)
 }
 
 async fn template_pod(ns: &TestNamespace, name: &str, node: &str, class: &str) -> Pod {
@@ -91,8 +97,14 @@ async fn gpu_pods_get_the_gate_at_admission_and_schedule_without_the_controller(
     // 1. Our class: gated at admission, allocated best fit by the controller, bound by the scheduler.
     let created = template_pod(&ns, "best-fit", node.name(), &best_fit).await;
     assert_eq!(gates(&created), [GATE], "the webhook added the gate");
+    assert!(listed_as_gated(&created), "the webhook labelled the Pod it gated");
     let bound = bound_pod(&ns, "best-fit").await;
     assert!(gates(&bound).is_empty(), "the controller lifted the gate");
+    assert!(
+        !listed_as_gated(&bound),
+        "the controller took the label off with the gate: {:?}",
+        bound.labels()
+    );
     let (devices, writers) = claim_of(&ns, &bound).await;
     let pool = format!("gpus/{}", node.name());
     assert_eq!(devices, [(pool.clone(), "gpu0-mig-1g6gb-0".to_owned())], "best fit");
@@ -140,9 +152,7 @@ async fn gpu_pods_get_the_gate_at_admission_and_schedule_without_the_controller(
         json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "best-fit"}],
                "schedulingGates": [{"name": GATE}]}),
     );
-    stuck
-        .labels_mut()
-        .insert("gpu.deckhouse.io/allocation-gate".into(), "true".into());
+    stuck.labels_mut().insert(ALLOCATION_GATE_LABEL.into(), "true".into());
     create(&ns.api::<Pod>(), &stuck).await;
     let bound = bound_pod(&ns, "stuck").await;
     assert!(
@@ -150,6 +160,11 @@ async fn gpu_pods_get_the_gate_at_admission_and_schedule_without_the_controller(
         "lifted: {:?}\n{}",
         gates(&bound),
         lifter.log()
+    );
+    assert!(
+        !listed_as_gated(&bound),
+        "the lifter took the label off with the gate: {:?}",
+        bound.labels()
     );
     let note = lifted_note(&ns, "stuck").await;
     assert!(note.contains("did not allocate the Pod's claims within 30s"), "{note}");

@@ -12,6 +12,7 @@ mod support;
 
 use claim_allocation::claim_writes::{DELETE_PROTECTION, finalizer_patch};
 use claim_allocation::selection::SCHEDULING_GATE;
+use gpu_api::labels::ALLOCATION_GATE_LABEL;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::api::{Patch, PatchParams};
@@ -75,19 +76,29 @@ async fn the_controller_may_only_remove_its_own_scheduling_gate() {
     })
     .await;
 
-    // What the controller does: its gate removed, the others kept.
+    // What the controller does: its gate removed, the others kept, and the gate's label taken off.
     gated_pod(&ns, "ours", &[SCHEDULING_GATE, OTHER_GATE]).await;
-    let ungated = patch_as(&controller, &ns, "ours", &[OTHER_GATE], json!({}))
+    let label = json!({"metadata": {"labels": {ALLOCATION_GATE_LABEL: "true"}}});
+    pods.patch("ours", &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap();
+    let unlabel = json!({"metadata": {"labels": {ALLOCATION_GATE_LABEL: null}}});
+    let ungated = patch_as(&controller, &ns, "ours", &[OTHER_GATE], unlabel)
         .await
         .unwrap();
     assert_eq!(gates_of(&ungated), vec![OTHER_GATE.to_owned()]);
+    assert_eq!(
+        ungated.labels().clone(),
+        [("app".to_owned(), "ours".to_owned())].into(),
+        "the gate's label off, the others kept"
+    );
 
     // Anything else is refused, and the Pod keeps what it had.
     let theirs = gated_pod(&ns, "theirs", &[SCHEDULING_GATE, OTHER_GATE]).await;
     // The stored containers with another image: the one change to them a Pod update allows.
     let mut containers = json!(theirs.spec.map(|s| s.containers).unwrap_or_default());
     containers[0]["image"] = json!("registry.invalid/other:1");
-    let cases: [(&str, &[&str], Value, &str); 6] = [
+    let cases: [(&str, &[&str], Value, &str); 7] = [
         (
             "removing another gate",
             &[SCHEDULING_GATE],
@@ -99,13 +110,19 @@ async fn the_controller_may_only_remove_its_own_scheduling_gate() {
             "labelling",
             &[OTHER_GATE],
             json!({"metadata": {"labels": {"app": "moved"}}}),
-            "labels, annotations",
+            "labels",
+        ),
+        (
+            "removing another label",
+            &[OTHER_GATE],
+            json!({"metadata": {"labels": {"app": null}}}),
+            "labels",
         ),
         (
             "annotating",
             &[OTHER_GATE],
             json!({"metadata": {"annotations": {"a": "b"}}}),
-            "labels, annotations",
+            "annotations",
         ),
         (
             "steering the gated Pod",

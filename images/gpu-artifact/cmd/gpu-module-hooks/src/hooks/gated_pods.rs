@@ -3,7 +3,7 @@
 
 use gpu_api::labels::{ALLOCATION_GATE_LABEL, SCHEDULING_GATE};
 use kube::api::DynamicObject;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A Pod the webhook gated: where our gate is among its scheduling gates, and whether it has our label.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -32,30 +32,17 @@ impl GatedPod {
         })
     }
 
-    /// The JSONPatch that removes our gate (guarded by a test that it is still where it was listed: the
-    /// API server only lets gates be removed, and a Pod changed meanwhile fails the operation, so
-    /// addon-operator runs the hook again on a fresh list) and our label.
+    /// The JSONPatch that removes our gate and our label (a Pod changed meanwhile fails it, so
+    /// addon-operator runs the hook again on a fresh list).
     pub fn ungate_patch(&self) -> Value {
-        let mut patch = Vec::new();
-        if let Some(index) = self.gate_index {
-            let path = format!("/spec/schedulingGates/{index}");
-            patch.push(json!({"op": "test", "path": path, "value": {"name": SCHEDULING_GATE}}));
-            patch.push(json!({"op": "remove", "path": path}));
-        }
-        if self.labelled {
-            // RFC 6901: `/` in a key is written `~1`.
-            let path = format!(
-                "/metadata/labels/{}",
-                ALLOCATION_GATE_LABEL.replace('~', "~0").replace('/', "~1")
-            );
-            patch.push(json!({"op": "remove", "path": path}));
-        }
-        Value::Array(patch)
+        gpu_api::gate_patch::ungate_patch(self.gate_index, self.labelled)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
