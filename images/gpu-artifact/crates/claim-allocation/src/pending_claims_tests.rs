@@ -152,6 +152,7 @@ async fn mps_claims_of_two_namespaces_in_one_round_go_to_two_cards() {
         events: &events,
         metrics: &metrics,
         memory: &mut memory,
+        claims: None,
     };
     let (snapshot, mut end) = (snapshot(), RoundEnd::default());
     let mut devices = Vec::new();
