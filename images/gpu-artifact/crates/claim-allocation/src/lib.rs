@@ -32,6 +32,7 @@ mod pending_claims;
 pub mod pending_notes;
 pub mod pending_reason;
 pub mod pod_nodes;
+pub mod preemption_search;
 pub mod releases;
 pub mod round_schedule;
 pub mod selection;
