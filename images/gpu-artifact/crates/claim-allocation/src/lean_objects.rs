@@ -89,7 +89,10 @@ fn lean_status(mut status: ResourceClaimStatus) -> ResourceClaimStatus {
 
 /// Keeps of a Pod what selection, the gate removal and the choice of its node read: its identity
 /// and version, deletion, claims, scheduling gates, node constraints (name, selector, required node
-/// affinity, tolerations), claim statuses and PodScheduled condition.
+/// affinity, tolerations), claim statuses and PodScheduled condition; and what preemption weighs
+/// (`preemption_search`): its priority, start time and a `preemptionPolicy` of `Never` (the
+/// default, `PreemptLowerPriority`, is dropped: a string on every Pod). Priority and start time
+/// live inline in `PodSpec`/`PodStatus`: keeping them costs no memory.
 pub fn lean_pod(pod: &mut Pod) {
     let metadata = std::mem::take(&mut pod.metadata);
     pod.metadata = ObjectMeta {
@@ -115,6 +118,8 @@ pub fn lean_pod(pod: &mut Pod) {
         node_selector: spec.node_selector,
         affinity: node_affinity,
         tolerations: spec.tolerations.map(exact),
+        priority: spec.priority,
+        preemption_policy: spec.preemption_policy.filter(|p| p == "Never"),
         ..PodSpec::default()
     });
     let status = pod.status.take().unwrap_or_default();
@@ -124,6 +129,7 @@ pub fn lean_pod(pod: &mut Pod) {
     pod.status = Some(PodStatus {
         resource_claim_statuses: status.resource_claim_statuses.map(exact),
         conditions,
+        start_time: status.start_time,
         ..PodStatus::default()
     });
 }

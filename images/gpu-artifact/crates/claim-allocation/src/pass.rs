@@ -20,6 +20,7 @@ use crate::pending_claims::Placement;
 use crate::pending_notes::PendingNotes;
 use crate::pending_reason::NodeFacts;
 use crate::pod_nodes::nodes_for;
+use crate::preemption_state::{Preemptions, priority};
 use crate::releases::Releases;
 use crate::selection::plan;
 use crate::stored_claims::{AllocatedClaim, StoredClaim};
@@ -44,6 +45,8 @@ pub struct Memory {
     pub(crate) panicked: HashMap<String, String>,
     pub(crate) reported_violations: HashSet<String>,
     releases: Releases,
+    /// Nominations and refused evictions (see `preemption`); the switch.
+    pub preemption: Preemptions,
 }
 
 impl Memory {
@@ -109,7 +112,17 @@ impl Round<'_> {
         let ignored = self.engine.call(|feed| feed.engine.ignored_slices().len()).await?;
         self.metrics.ignored_slices.set(ignored as i64);
         let by_name = snapshot.classes.iter().map(|c| (c.name_any(), c.clone())).collect();
-        let work = plan(&snapshot.claims, &snapshot.pods, &by_name);
+        let mut work = plan(&snapshot.claims, &snapshot.pods, &by_name);
+        // Highest priority first, so a preemptor takes the devices its victims gave back before
+        // any Pod it outranks (see `preemption_state`).
+        work.gated.sort_by_key(|g| std::cmp::Reverse(priority(&g.pod)));
+        let gated_uids = work
+            .gated
+            .iter()
+            .filter_map(|g| g.pod.metadata.uid.as_deref())
+            .collect();
+        self.memory.preemption.prune(&gated_uids, std::time::Instant::now());
+        drop(gated_uids);
         snapshot.claims.retain(|claim| claim.allocated().is_some());
         let snapshot = &snapshot;
         let mut newly = NewlyAllocated::default();
@@ -117,7 +130,10 @@ impl Round<'_> {
         for gated in work.gated {
             let mut node: Option<Node> = None;
             let mut results = vec![];
-            let place = Placement::Among(Arc::new(nodes_for(&gated.pod, &snapshot.nodes)));
+            let mut allowed = nodes_for(&gated.pod, &snapshot.nodes);
+            self.memory.preemption.withhold(&gated.pod, &mut allowed);
+            let allowed = Arc::new(allowed);
+            let place = Placement::Among(allowed.clone());
             for claim in &gated.claims {
                 let place = node.clone().map_or(place.clone(), |n| Placement::On(Box::new(n)));
                 let Some(allocation) = self
@@ -130,6 +146,7 @@ impl Round<'_> {
                 results.push((claim.clone(), allocation));
             }
             if results.len() != gated.claims.len() {
+                self.preempt_for(&gated, &allowed, snapshot, &mut end).await?;
                 continue;
             }
             if results.is_empty() {

@@ -61,6 +61,12 @@ pub struct Candidate {
 }
 
 impl NodeHolders {
+    /// The ids of the claims `candidate`'s victims free on this node.
+    pub fn released_by(&self, candidate: &Candidate) -> BTreeSet<String> {
+        let victims: HashSet<&str> = candidate.victims.iter().map(|v| v.uid.as_str()).collect();
+        self.released(&victims).into_iter().map(str::to_owned).collect()
+    }
+
     /// The ids of the claims that give their devices back once the Pods `victims` (uids) are gone.
     fn released(&self, victims: &HashSet<&str>) -> Vec<&str> {
         self.claims
@@ -155,11 +161,6 @@ pub fn choose_victims<E>(
         }
     }
     Ok(candidates.into_iter().min_by_key(rank))
-}
-
-/// The uids of `candidate`'s victims, for the nomination that holds the node (see `preemption`).
-pub fn victim_uids(candidate: &Candidate) -> BTreeSet<String> {
-    candidate.victims.iter().map(|v| v.uid.clone()).collect()
 }
 
 #[cfg(test)]
