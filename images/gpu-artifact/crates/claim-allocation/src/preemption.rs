@@ -120,6 +120,9 @@ impl Round<'_> {
         if !self.memory.preemption.enabled || !may_preempt(pod) || gated.claims.is_empty() {
             return Ok(());
         }
+        if let Some(wait) = self.memory.preemption.refusals_expire_in(Instant::now()) {
+            end.again_within(wait);
+        }
         if self.memory.preemption.nomination(&uid).is_some() {
             let pods: HashSet<&str> = snapshot.pods.iter().filter_map(|p| p.metadata.uid.as_deref()).collect();
             let allocated: HashSet<String> = snapshot
@@ -129,6 +132,7 @@ impl Round<'_> {
                 .map(|c| allocated_id(c))
                 .collect();
             if self.memory.preemption.under_way(&uid, &pods, &allocated) {
+                tracing::debug!(pod = %pod.name_any(), "preemption under way: its victims are still going");
                 return Ok(());
             }
         }
@@ -159,7 +163,11 @@ impl Round<'_> {
         for _ in 0..SEARCHES {
             let asked = input.clone();
             let found = self.engine.call(move |feed| search(&mut feed.engine, &asked)).await?;
-            let Some((candidate, released)) = found? else { break };
+            let Some((candidate, released)) = found? else {
+                tracing::debug!(pod = %pod.name_any(), holders = input.holders.len(), nodes = input.nodes.len(),
+                    "no lower-priority Pods whose eviction would make room");
+                break;
+            };
             let refused = self.evict_all(&candidate, true).await?;
             if refused.is_empty() {
                 return self.evicted(pod, candidate, released).await;
@@ -200,7 +208,13 @@ impl Round<'_> {
             },
             ..EvictParams::default()
         };
-        match Api::<Pod>::namespaced(self.writes.client.clone(), namespace)
+        let client = self
+            .memory
+            .preemption
+            .eviction_client
+            .as_ref()
+            .unwrap_or(self.writes.client);
+        match Api::<Pod>::namespaced(client.clone(), namespace)
             .evict(name, &params)
             .await
         {

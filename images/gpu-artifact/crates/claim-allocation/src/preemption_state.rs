@@ -35,8 +35,13 @@ pub struct Nomination {
 
 #[derive(Default)]
 pub struct Preemptions {
-    /// The module's switch (`gpuDraController.preemption`).
+    /// The module's switch (ModuleConfig `preemption.enabled`).
     pub enabled: bool,
+    /// The client evictions go through: one that does not retry HTTP 429. kube's default client
+    /// retries it for as long as the API server's Retry-After says (10 s for a budget), up to 15
+    /// times, which would hold the round minutes on a refusal that is an answer, not a failure.
+    /// `None`: the round's client.
+    pub eviction_client: Option<kube::Client>,
     nominations: HashMap<String, Nomination>,
     /// Victim uid to when the Eviction API refused it.
     refused: HashMap<String, Instant>,
@@ -97,6 +102,15 @@ impl Preemptions {
 
     pub fn has_nominations(&self) -> bool {
         !self.nominations.is_empty()
+    }
+
+    /// When the oldest refusal expires: a round must come then, since nothing the controller
+    /// watches tells it a budget changed.
+    pub fn refusals_expire_in(&self, now: Instant) -> Option<Duration> {
+        self.refused
+            .values()
+            .map(|at| REFUSAL_MEMORY.saturating_sub(now.saturating_duration_since(*at)))
+            .min()
     }
 
     pub fn refuse(&mut self, victim: &str, now: Instant) {

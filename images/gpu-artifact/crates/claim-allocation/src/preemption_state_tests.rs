@@ -64,6 +64,11 @@ fn refused_pods_are_passed_over_until_the_refusal_expires() {
     let now = Instant::now();
     preemptions.refuse("guarded", now);
     assert!(!preemptions.holder(&pod("guarded", 0, None)).evictable);
+    assert_eq!(
+        preemptions.refusals_expire_in(now + Duration::from_secs(4)),
+        Some(REFUSAL_MEMORY - Duration::from_secs(4)),
+        "a round must come when it expires"
+    );
     preemptions.prune(&HashSet::new(), now + REFUSAL_MEMORY);
     assert!(preemptions.holder(&pod("guarded", 0, None)).evictable);
 }
