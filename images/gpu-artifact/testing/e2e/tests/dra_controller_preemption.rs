@@ -20,7 +20,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::DeviceClass;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -38,13 +37,7 @@ async fn gated_pods_preempt_lower_priority_gpu_holders() {
     let node = node.name().to_owned();
     let client = ns.client();
     publish_two_a30(&ns, &node).await;
-    let classes = Api::<DeviceClass>::all(client.clone());
-    let mig = create(&classes, &device_type_class(&ns, "mig", "MIG")).await.name_any();
-    let whole = create(&classes, &device_type_class(&ns, "whole", "Physical"))
-        .await
-        .name_any();
-    one_request_template(&ns, "mig", json!({"deviceClassName": mig}), None).await;
-    one_request_template(&ns, "whole", json!({"deviceClassName": whole}), None).await;
+    mig_and_whole_templates(&ns).await;
     let priorities = Api::<PriorityClass>::all(client.clone());
     let high = create(&priorities, &priority_class(&ns, "high", 1000, "PreemptLowerPriority")).await;
     let never = create(&priorities, &priority_class(&ns, "never", 1000, "Never")).await;

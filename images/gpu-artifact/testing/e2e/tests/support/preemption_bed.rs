@@ -7,15 +7,16 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::DeviceClass;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kube::ResourceExt;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 use testbed::{Progress, TestNamespace, wait_until};
 
 use super::dra_controller_run::event_whose_note;
-use super::{allocated_devices, publish_card, templated_pod};
+use super::{allocated_devices, create, device_type_class, one_request_template, publish_card, templated_pod};
 
 /// Publishes two A30s on `node`: `gpuN` whole and `gpuN-mig-1g6gb-{0..3}`, one counter set each.
 pub async fn publish_two_a30(ns: &TestNamespace, node: &str) {
@@ -34,6 +35,18 @@ pub async fn publish_two_a30(ns: &TestNamespace, node: &str) {
         }
     }
     publish_card(ns, node, json!(counters), json!(devices)).await;
+}
+
+/// Creates the classes of the A30s' partitions and whole cards and the ResourceClaimTemplates
+/// `mig` and `whole` that request one of each.
+pub async fn mig_and_whole_templates(ns: &TestNamespace) {
+    let classes = Api::<DeviceClass>::all(ns.client());
+    let mig = create(&classes, &device_type_class(ns, "mig", "MIG")).await.name_any();
+    let whole = create(&classes, &device_type_class(ns, "whole", "Physical"))
+        .await
+        .name_any();
+    one_request_template(ns, "mig", json!({"deviceClassName": mig}), None).await;
+    one_request_template(ns, "whole", json!({"deviceClassName": whole}), None).await;
 }
 
 const GATE: &str = "gpu.deckhouse.io/allocation";
