@@ -198,3 +198,36 @@ fn the_engine_frees_exactly_one_card_of_mig_pods() {
     );
     assert!(engine.audit_held().is_empty());
 }
+
+#[test]
+fn enough_candidates_is_upstreams_share_of_the_nodes() {
+    assert_eq!(enough_candidates(3), 3, "every node of a small cluster");
+    assert_eq!(enough_candidates(500), 100, "at least 100");
+    assert_eq!(enough_candidates(2000), 200, "10% of a large one");
+}
+
+#[test]
+fn the_search_stops_once_enough_nodes_are_candidates() {
+    let mut nodes = vec![];
+    let mut cards = HashMap::new();
+    for i in 0..150 {
+        let name = format!("n{i:03}");
+        // The last node has the cheapest victim, but the first 100 are enough.
+        let priority = if i == 149 { 1 } else { 500 };
+        let uid = format!("p{i}");
+        let (holders, by_card) = node(&name, &[&[(uid.as_str(), priority)]]);
+        nodes.push(holders);
+        cards.insert(name, by_card);
+    }
+    let mut weighed = 0;
+    let mut fits = |node: &str, released: &[&str]| {
+        weighed += 1;
+        Ok::<_, Infallible>(whole_card(&cards[node], released))
+    };
+    let found = choose_victims(1000, &nodes, &mut fits).unwrap().expect("a node");
+    assert_eq!(found.node, "n000");
+    assert!(
+        weighed <= 200,
+        "{weighed} searches for 100 candidates of one victim each"
+    );
+}
