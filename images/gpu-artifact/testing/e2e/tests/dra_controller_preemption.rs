@@ -44,7 +44,7 @@ async fn gated_pods_preempt_lower_priority_gpu_holders() {
     let (high, never) = (high.name_any(), never.name_any());
     let ws = AgentWorkspace::new();
     let kubeconfig = dra_controller_kubeconfig(&ns, &ws).await;
-    let controller = start_dra_controller_with(&ns, &ws, &kubeconfig, &[]).await;
+    let (controller, port) = start_dra_controller_with(&ns, &ws, &kubeconfig, &[]).await;
 
     // The node full of priority-0 MIG Pods, four per card; those of gpu1 started later.
     let pods = ns.api::<Pod>();
@@ -140,6 +140,15 @@ async fn gated_pods_preempt_lower_priority_gpu_holders() {
     kubelet_removes(&ns, &victims).await;
     bound_pod(&ns, "trainer-2").await;
     assert_eq!(card_of(&ns, "trainer-2").await, "gpu1");
+    let counted = preemptions_counted(port).await;
+    assert!(
+        counted.contains(r#"gpu_dra_preemptions_total{outcome="evicted"} 2"#),
+        "{counted}"
+    );
+    assert!(
+        counted.contains(r#"gpu_dra_preemptions_total{outcome="blocked"}"#),
+        "{counted}"
+    );
     let thief = pods.get("thief").await.unwrap();
     assert!(
         thief.spec.unwrap().node_name.is_none(),
