@@ -260,11 +260,15 @@ impl Round<'_> {
         for (victim, _) in &refused {
             self.memory.preemption.refuse(&victim.uid, Instant::now());
         }
+        // A victim refused now (a budget changed since the dry run) stays: waiting for it or its
+        // claims would wait for ever. Only the evicted are waited for, and once they are gone
+        // the preemptor searches again, passing the refused over.
+        let claims = if refused.is_empty() { released } else { BTreeSet::new() };
         let nomination = Nomination {
             node: candidate.node,
             priority: priority(pod),
-            victims: candidate.victims.iter().map(|v| v.uid.clone()).collect(),
-            claims: released,
+            victims: evicted.iter().map(|v| v.uid.clone()).collect(),
+            claims,
         };
         self.memory
             .preemption
