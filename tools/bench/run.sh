@@ -19,6 +19,8 @@ GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench controller_memor
 GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench allocation_churn
 # What the gate adds to a Pod's creation-to-binding: 100 gated Pods beside the same 100 ungated, p50 and p99.
 GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench gate_cost
+# A priority-1000 Pod preempting four MIG Pods for a whole card, beside the same Pod on an empty node.
+GPU_TESTBED_KUBECONFIG="$kubeconfig" cargo bench -p e2e --bench preemption
 # Our allocation engine against the kube-scheduler's allocator (v1.37 and v1.34), in-process,
 # same workloads; needs no cluster. Also topology: claims of 2 and 4 whole H100s on two-socket
 # nodes, the share on one NUMA node and the nodes in use, ours against the scheduler's first fit.

@@ -6,6 +6,8 @@
 //! `127.0.0.1:8080`, reached through kube-rbac-proxy), `LOG_LEVEL`, `WEBHOOK_CERT_DIR` (a
 //! directory with `tls.crt` and `tls.key`: when set, every replica serves the admission webhook
 //! that gates GPU Pods for best fit) and `WEBHOOK_ADDR` (default `0.0.0.0:9443`).
+//! `PREEMPTION` (`Disabled` turns priority preemption for gated Pods off; see
+//! `claim_allocation::preemption`).
 //!
 //! Its heap is jemalloc's (see `heap`).
 

@@ -42,7 +42,7 @@ pub struct ClaimWrites<'a> {
 
 impl ClaimWrites<'_> {
     /// Fails with [`NotLeading`](crate::fencing::NotLeading) unless this replica's term holds.
-    async fn fenced(&self) -> anyhow::Result<()> {
+    pub(crate) async fn fenced(&self) -> anyhow::Result<()> {
         if let Some(fence) = self.fence {
             fence.before_write().await?;
         }

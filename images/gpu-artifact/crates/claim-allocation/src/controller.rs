@@ -198,6 +198,11 @@ pub async fn run(
         Fence::new(client.clone(), &lease.namespace, &lease.name, &lease.identity)
     });
     let mut memory = Memory::default();
+    // The module's switch (`gpuDraController.preemption`, passed as `PREEMPTION`): on unless Disabled.
+    memory.preemption.enabled = std::env::var("PREEMPTION").map_or(true, |v| v != "Disabled");
+    let mut no_retry = kube::Config::infer().await?;
+    no_retry.default_retry = false;
+    memory.preemption.eviction_client = Some(Client::try_from(no_retry)?);
     let mut schedule = RoundSchedule::default();
     let mut term_begun = false;
     trigger.notify_one();

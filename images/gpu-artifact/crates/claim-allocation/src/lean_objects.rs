@@ -93,7 +93,10 @@ fn lean_status(mut status: ResourceClaimStatus) -> ResourceClaimStatus {
 /// and version, deletion, claims, scheduling gates, node constraints (name, selector, required node
 /// affinity, tolerations), claim statuses, phase and PodScheduled condition, and of its containers,
 /// init containers, overhead and pod-level resources only the CPU and memory they request in all
-/// (`node_fit::pod_requests`), kept as pod-level requests (which `pod_requests` reads back alike).
+/// (`node_fit::pod_requests`), kept as pod-level requests (which `pod_requests` reads back alike);
+/// and what preemption weighs (`preemption_search`): its priority, start time and a
+/// `preemptionPolicy` of `Never` (the default, `PreemptLowerPriority`, is dropped: a string on every
+/// Pod). Priority and start time live inline in `PodSpec`/`PodStatus`: keeping them costs no memory.
 pub fn lean_pod(pod: &mut Pod) {
     let metadata = std::mem::take(&mut pod.metadata);
     pod.metadata = ObjectMeta {
@@ -121,6 +124,8 @@ pub fn lean_pod(pod: &mut Pod) {
         node_selector: spec.node_selector,
         affinity: node_affinity,
         tolerations: spec.tolerations.map(exact),
+        priority: spec.priority,
+        preemption_policy: spec.preemption_policy.filter(|p| p == "Never"),
         ..PodSpec::default()
     });
     let status = pod.status.take().unwrap_or_default();
@@ -131,6 +136,7 @@ pub fn lean_pod(pod: &mut Pod) {
         resource_claim_statuses: status.resource_claim_statuses.map(exact),
         phase: status.phase,
         conditions,
+        start_time: status.start_time,
         ..PodStatus::default()
     });
 }

@@ -8,13 +8,13 @@ fn a_pod_keeps_what_selection_reads() {
             "labels": {"app": "x"}, "managedFields": [{"manager": "kubectl"}]},
         "spec": {"containers": [{"name": "c", "image": "busybox",
                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"}}}],
-            "overhead": {"cpu": "250m"}, "nodeName": "n1",
+            "overhead": {"cpu": "250m"}, "nodeName": "n1", "priority": 1000, "preemptionPolicy": "Never",
             "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
             "affinity": {"podAffinity": {}, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                 {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
             "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}],
             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
-        "status": {"phase": "Pending",
+        "status": {"phase": "Pending", "startTime": "2026-11-29T10:00:00Z",
             "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"},
                            {"type": "Ready", "status": "False"}],
             "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-1"}]}}))
@@ -24,14 +24,14 @@ fn a_pod_keeps_what_selection_reads() {
         serde_json::to_value(&pod).unwrap(),
         json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5"},
-            "spec": {"containers": [], "nodeName": "n1",
+            "spec": {"containers": [], "nodeName": "n1", "priority": 1000, "preemptionPolicy": "Never",
                 "resources": {"requests": {"cpu": "750m", "memory": "1073741824"}},
                 "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                     {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
                 "schedulingGates": [{"name": "gpu.deckhouse.io/allocation"}],
                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
-            "status": {"phase": "Pending",
+            "status": {"phase": "Pending", "startTime": "2026-11-29T10:00:00Z",
                 "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}],
                 "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-1"}]}})
     );

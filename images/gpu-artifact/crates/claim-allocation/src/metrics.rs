@@ -24,6 +24,13 @@ pub struct AllocationLabels {
     pub node: String,
 }
 
+/// How a preemption ended: `evicted` (its victims were evicted) or `blocked` (a
+/// PodDisruptionBudget refused an eviction it needed).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct PreemptionLabels {
+    pub outcome: String,
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     pub allocations: Family<AllocationLabels, Gauge>,
@@ -34,6 +41,8 @@ pub struct Metrics {
     pub panics: Counter,
     /// Claims deallocated because a device they held was also held by another claim.
     pub repairs: Counter,
+    /// Preemptions for gated Pods (see `preemption`).
+    pub preemptions: Family<PreemptionLabels, Counter>,
     /// GPU time by class and namespace, fed by the claim watch (see `allocation_clock`).
     pub clock: AllocationClock,
 }
@@ -47,6 +56,7 @@ impl Metrics {
             ignored_slices: Gauge::default(),
             panics: Counter::default(),
             repairs: Counter::default(),
+            preemptions: Family::default(),
             clock: AllocationClock::register(registry),
         };
         registry.register(
@@ -78,6 +88,11 @@ impl Metrics {
             "gpu_dra_double_allocations_repaired",
             "Claims deallocated to be allocated again because a device they held was held by another claim",
             metrics.repairs.clone(),
+        );
+        registry.register(
+            "gpu_dra_preemptions",
+            "Preemptions for gated GPU Pods: evicted (victims evicted) or blocked (a PodDisruptionBudget refused)",
+            metrics.preemptions.clone(),
         );
         metrics
     }

@@ -21,6 +21,7 @@ use crate::note_events::NoteEvents;
 use crate::pending_claims::Placement;
 use crate::pending_notes::PendingNotes;
 use crate::pending_reason::NodeFacts;
+use crate::preemption_state::{Preemptions, priority};
 use crate::releases::Releases;
 use crate::selection::plan;
 use crate::stored_claims::{AllocatedClaim, StoredClaim};
@@ -51,6 +52,8 @@ pub struct Memory {
     releases: Releases,
     /// Pods whose claims this controller allocated and the scheduler has not bound yet.
     pinned: PinnedPods,
+    /// Nominations and refused evictions (see `preemption`); the switch.
+    pub preemption: Preemptions,
 }
 
 impl Memory {
@@ -122,8 +125,18 @@ impl Round<'_> {
         let ignored = self.engine.call(|feed| feed.engine.ignored_slices().len()).await?;
         self.metrics.ignored_slices.set(ignored as i64);
         let by_name = snapshot.classes.iter().map(|c| (c.name_any(), c.clone())).collect();
-        let work = plan(&snapshot.claims, &snapshot.pods, &by_name);
+        let mut work = plan(&snapshot.claims, &snapshot.pods, &by_name);
         let mut room = NodeRoom::of(&snapshot.pods, &mut self.memory.pinned);
+        // Highest priority first, so a preemptor takes the devices its victims gave back before
+        // any Pod it outranks (see `preemption_state`).
+        work.gated.sort_by_key(|g| std::cmp::Reverse(priority(&g.pod)));
+        let gated_uids = work
+            .gated
+            .iter()
+            .filter_map(|g| g.pod.metadata.uid.as_deref())
+            .collect();
+        self.memory.preemption.prune(&gated_uids, std::time::Instant::now());
+        drop(gated_uids);
         snapshot.claims.retain(|claim| claim.allocated().is_some());
         let snapshot = &snapshot;
         let mut newly = NewlyAllocated::default();
@@ -131,7 +144,10 @@ impl Round<'_> {
         for gated in work.gated {
             let mut node: Option<Node> = None;
             let mut results = vec![];
-            let place = Placement::Among(Arc::new(room.nodes_for(&gated.pod, &snapshot.nodes)));
+            let mut allowed = room.nodes_for(&gated.pod, &snapshot.nodes);
+            self.memory.preemption.withhold(&gated.pod, &mut allowed);
+            let allowed = Arc::new(allowed);
+            let place = Placement::Among(allowed.clone());
             for claim in &gated.claims {
                 let place = node.clone().map_or(place.clone(), |n| Placement::On(Box::new(n)));
                 let Some(allocation) = self
@@ -144,6 +160,7 @@ impl Round<'_> {
                 results.push((claim.clone(), allocation));
             }
             if results.len() != gated.claims.len() {
+                self.preempt_for(&gated, &allowed, snapshot, &mut end).await?;
                 continue;
             }
             if results.is_empty() {

@@ -36,6 +36,9 @@ pub struct AllocatedClaim {
     /// Each request (`request`, or `request/subrequest` for a `firstAvailable` entry) with its
     /// class, as the allocation metrics label a result.
     pub classes: Box<[(Box<str>, Box<str>)]>,
+    /// The uids of its consumers (`status.reservedFor`): whom preemption would have to evict for
+    /// its devices to come back (`preemption`).
+    pub reservers: Box<[Box<str>]>,
 }
 
 /// One result of our driver: the request it answers and the device.
@@ -95,6 +98,12 @@ impl AllocatedClaim {
             facts: ClaimFacts::of(claim),
             held,
             classes: classes.into_boxed_slice(),
+            reservers: claim
+                .status
+                .iter()
+                .flat_map(|s| s.reserved_for.iter().flatten())
+                .map(|r| r.uid.as_str().into())
+                .collect(),
         }
     }
 

@@ -55,6 +55,7 @@ fn an_allocated_claim_keeps_who_it_is_what_it_holds_of_ours_and_its_classes() {
                 ("alt/small".into(), "a30".into()),
                 ("nic".into(), "nic".into()),
             ]),
+            reservers: Box::new(["pu".into()]),
         },
         "the other driver's result is left out"
     );

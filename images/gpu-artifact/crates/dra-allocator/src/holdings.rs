@@ -141,6 +141,23 @@ impl Holdings {
         }
     }
 
+    /// Gives back what claim `id` holds, keeping the record so `take_claim` takes it again (a
+    /// preemption probe: see `release_probe`).
+    pub(crate) fn release_claim(&mut self, id: &str, inventory: &Inventory, usage: &mut Usage, reach: &mut Reach) {
+        for holding in self.claims.get_mut(id).into_iter().flat_map(|h| h.holdings.iter_mut()) {
+            release_one(holding, inventory, usage, reach);
+        }
+    }
+
+    /// Takes again what claim `id` holds, after `release_claim`.
+    pub(crate) fn take_claim(&mut self, id: &str, inventory: &Inventory, usage: &mut Usage, reach: &mut Reach) {
+        for holding in self.claims.get_mut(id).into_iter().flat_map(|h| h.holdings.iter_mut()) {
+            if holding.taken.is_none() {
+                take_one(holding, inventory, usage, reach);
+            }
+        }
+    }
+
     /// Gives back what every claim holds in pool `key` (before the pool changes).
     pub(crate) fn release_pool(&mut self, key: &PoolKey, inventory: &Inventory, usage: &mut Usage, reach: &mut Reach) {
         for id in self.by_pool.get(key).into_iter().flatten() {

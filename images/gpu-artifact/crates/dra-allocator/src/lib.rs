@@ -45,6 +45,7 @@ mod memo;
 mod node_selection;
 mod pool;
 mod reach;
+mod release_probe;
 mod request;
 mod result;
 mod scope;

@@ -131,8 +131,8 @@ pub fn handler_rules() -> Vec<PolicyRule> {
 }
 
 /// What gpu-dra-controller may do: read claims, slices, classes and Pods; add the scheduler's
-/// finalizer to claims and write their allocations; remove its scheduling gate from Pods; record
-/// Events (its Lease: [`lease_rules`]).
+/// finalizer to claims and write their allocations; remove its scheduling gate from Pods; evict
+/// Pods for priority preemption (the Eviction API only); record Events (its Lease: [`lease_rules`]).
 pub fn dra_controller_rules() -> Vec<PolicyRule> {
     vec![
         rule("resource.k8s.io", &["resourceclaims"], &["get", "list", "watch"]),
@@ -149,6 +149,7 @@ pub fn dra_controller_rules() -> Vec<PolicyRule> {
         ),
         rule("resource.k8s.io", &["resourceclaimtemplates"], &["get"]),
         rule("", &["pods"], &["get", "list", "watch", "patch"]),
+        rule("", &["pods/eviction"], &["create"]),
         rule("", &["nodes"], &["get", "list", "watch"]),
         rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
         rule("events.k8s.io", &["events"], &["create", "patch"]),

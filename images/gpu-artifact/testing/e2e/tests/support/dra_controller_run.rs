@@ -3,6 +3,7 @@
 //! allocations, a PhysicalGPU's DriverReady condition as gpu-controller would report it, and the
 //! note gpu-controller's lifter leaves on a Pod whose gate it lifted.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gpu_api::PhysicalGPU;
@@ -19,7 +20,24 @@ use super::components::{AgentWorkspace, dra_controller_rules, kubeconfig_with_le
 /// its Lease in `ns`, and waits until it is ready; returns the process and its health (and metrics)
 /// port.
 pub async fn start_dra_controller(ns: &TestNamespace, ws: &AgentWorkspace) -> (ComponentProcess, u16) {
-    let kubeconfig = kubeconfig_with_lease(ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await;
+    let kubeconfig = dra_controller_kubeconfig(ns, ws).await;
+    start_dra_controller_with(ns, ws, &kubeconfig, &[]).await
+}
+
+/// A kubeconfig of gpu-dra-controller's service account under its RBAC, with its Lease in `ns`
+/// (made once per namespace: a restarted controller reuses it).
+pub async fn dra_controller_kubeconfig(ns: &TestNamespace, ws: &AgentWorkspace) -> PathBuf {
+    kubeconfig_with_lease(ns, "gpu-dra-controller", dra_controller_rules(), ws.dir.path()).await
+}
+
+/// [`start_dra_controller`] with `kubeconfig` and `extra` environment (the chart's switches, such
+/// as `PREEMPTION`); its log goes to `ws`.
+pub async fn start_dra_controller_with(
+    ns: &TestNamespace,
+    ws: &AgentWorkspace,
+    kubeconfig: &Path,
+    extra: &[(&'static str, String)],
+) -> (ComponentProcess, u16) {
     let reserved = reserve_port();
     let port = reserved.number();
     let env = [
@@ -29,6 +47,7 @@ pub async fn start_dra_controller(ns: &TestNamespace, ws: &AgentWorkspace) -> (C
         ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
         ("LOG_LEVEL", "Debug".to_owned()),
     ];
+    let env: Vec<(&str, String)> = env.into_iter().chain(extra.iter().cloned()).collect();
     let controller = ComponentProcess::start("gpu-dra-controller", &env, &ws.logs())
         .unwrap()
         .holding(reserved);

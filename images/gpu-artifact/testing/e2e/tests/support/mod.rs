@@ -13,6 +13,7 @@ pub mod kueue;
 pub mod module_hooks;
 pub mod node_objects;
 pub mod policies;
+pub mod preemption_bed;
 pub mod publisher;
 pub mod rendered_rbac;
 pub mod user_roles;

@@ -1,0 +1,160 @@
+//! What the preemption test and bench share: a node of two A30s (each offered whole and as four
+//! 1g.6gb partitions), gated Pods of a priority class, and the parts of a kubelet no process plays
+//! on the test bed: a Pod reported Running (so PodDisruptionBudgets count it and the Eviction API
+//! consults them), and a Pod an eviction marked for deletion removed once its containers stopped.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::DeviceClass;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use testbed::{Progress, TestNamespace, wait_until};
+
+use super::dra_controller_run::event_whose_note;
+use super::{allocated_devices, create, device_type_class, one_request_template, publish_card, templated_pod};
+
+/// Publishes two A30s on `node`: `gpuN` whole and `gpuN-mig-1g6gb-{0..3}`, one counter set each.
+pub async fn publish_two_a30(ns: &TestNamespace, node: &str) {
+    let mut counters = vec![];
+    let mut devices = vec![];
+    for card in 0..2 {
+        let set = format!("pgpu-{card}");
+        counters.push(json!({"name": set, "counters": {"memory": {"value": "24Gi"}}}));
+        devices.push(super::device(&format!("gpu{card}"), "Physical", Some((&set, "24Gi"))));
+        for slot in 0..4 {
+            devices.push(super::device(
+                &format!("gpu{card}-mig-1g6gb-{slot}"),
+                "MIG",
+                Some((&set, "6Gi")),
+            ));
+        }
+    }
+    publish_card(ns, node, json!(counters), json!(devices)).await;
+}
+
+/// Creates the classes of the A30s' partitions and whole cards and the ResourceClaimTemplates
+/// `mig` and `whole` that request one of each.
+pub async fn mig_and_whole_templates(ns: &TestNamespace) {
+    let classes = Api::<DeviceClass>::all(ns.client());
+    let mig = create(&classes, &device_type_class(ns, "mig", "MIG")).await.name_any();
+    let whole = create(&classes, &device_type_class(ns, "whole", "Physical"))
+        .await
+        .name_any();
+    one_request_template(ns, "mig", json!({"deviceClassName": mig}), None).await;
+    one_request_template(ns, "whole", json!({"deviceClassName": whole}), None).await;
+}
+
+const GATE: &str = "gpu.deckhouse.io/allocation";
+pub const WAIT: Duration = Duration::from_secs(90);
+
+/// A gated Pod on `node` whose one claim comes from `template`, of `priority_class` if given.
+pub fn gated(name: &str, node: &str, template: &str, priority_class: Option<&str>) -> Pod {
+    let mut pod = templated_pod(name, node, template);
+    let spec = pod.spec.as_mut().unwrap();
+    spec.scheduling_gates = Some(vec![serde_json::from_value(json!({"name": GATE})).unwrap()]);
+    spec.priority_class_name = priority_class.map(str::to_owned);
+    pod
+}
+
+pub fn priority_class(ns: &TestNamespace, name: &str, value: i32, policy: &str) -> PriorityClass {
+    serde_json::from_value(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": ns.unique(name), "labels": ns.owner_labels()},
+        "value": value, "preemptionPolicy": policy}))
+    .unwrap()
+}
+
+/// The card (`gpuN`) of the device `pod`'s claim holds, once it is allocated.
+pub async fn card_of(ns: &TestNamespace, pod: &str) -> String {
+    let pods = ns.api::<Pod>();
+    let claims = ns.api::<ResourceClaim>();
+    wait_until(&format!("{pod}'s claim allocated"), WAIT, || async {
+        let statuses = pods.get(pod).await?.status.and_then(|s| s.resource_claim_statuses);
+        let Some(name) = statuses.and_then(|s| s.first()?.resource_claim_name.clone()) else {
+            return Ok(Progress::Pending("no claim yet".into()));
+        };
+        let claim = claims.get(&name).await?;
+        Ok(match allocated_devices(&claim).first() {
+            Some((_, device)) => Progress::Done(device.split('-').next().unwrap().to_owned()),
+            None => Progress::Pending("unallocated".into()),
+        })
+    })
+    .await
+    .unwrap()
+}
+
+/// Marks `pod` Running and Ready, started at `started` (what a kubelet reports), so a
+/// PodDisruptionBudget counts it and the Eviction API consults the budget.
+pub async fn running(ns: &TestNamespace, pod: &str, started: &str) {
+    let status = json!({"status": {"phase": "Running", "startTime": started, "conditions": [
+        {"type": "PodScheduled", "status": "True"},
+        {"type": "Ready", "status": "True", "lastTransitionTime": started}]}});
+    ns.api::<Pod>()
+        .patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+}
+
+/// Pods of the namespace an eviction marked for deletion.
+pub async fn terminating(ns: &TestNamespace) -> BTreeSet<String> {
+    let pods = ns.api::<Pod>().list(&ListParams::default()).await.unwrap().items;
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_some())
+        .map(|p| p.name_any())
+        .collect()
+}
+
+/// Waits until exactly `count` Pods are marked for deletion; returns them.
+pub async fn evicted(ns: &TestNamespace, count: usize) -> BTreeSet<String> {
+    wait_until(&format!("{count} Pods evicted"), WAIT, || async {
+        let marked = terminating(ns).await;
+        Ok(if marked.len() >= count {
+            Progress::Done(marked)
+        } else {
+            Progress::Pending(format!("{marked:?}"))
+        })
+    })
+    .await
+    .unwrap()
+}
+
+/// What a kubelet does once the containers of a Pod marked for deletion stopped.
+pub async fn kubelet_removes(ns: &TestNamespace, pods: &BTreeSet<String>) {
+    for pod in pods {
+        ns.api::<Pod>()
+            .delete(pod, &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+    }
+}
+
+pub async fn one_event(ns: &TestNamespace, object: &str, reason: &str) -> String {
+    let event = event_whose_note(ns, object, reason, WAIT, |_| true).await;
+    event.note.unwrap_or_default()
+}
+
+/// The `gpu_dra_preemptions_total` lines of the controller's `/metrics` on `port`, once two
+/// preemptions evicted their victims.
+pub async fn preemptions_counted(port: u16) -> String {
+    wait_until("two preemptions counted in /metrics", WAIT, || async {
+        let out = std::process::Command::new("curl")
+            .args(["-fsS", "--max-time", "2", &format!("http://127.0.0.1:{port}/metrics")])
+            .output()?;
+        let body = String::from_utf8(out.stdout)?;
+        let lines: Vec<&str> = body
+            .lines()
+            .filter(|l| l.starts_with("gpu_dra_preemptions_total"))
+            .collect();
+        Ok(if lines.iter().any(|l| l.ends_with(r#"{outcome="evicted"} 2"#)) {
+            Progress::Done(lines.join("\n"))
+        } else {
+            Progress::Pending(format!("{lines:?}"))
+        })
+    })
+    .await
+    .unwrap()
+}
