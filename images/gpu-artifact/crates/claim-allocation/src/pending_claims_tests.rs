@@ -43,6 +43,41 @@ async fn engine_with_one_card_held() -> EngineThread {
     engine
 }
 
+/// What a round borrows besides the engine: a client of an API server that is not there, its
+/// Events and metrics, and the controller's memory.
+struct RoundParts {
+    client: kube::Client,
+    events: NoteEvents,
+    metrics: Metrics,
+    memory: Memory,
+}
+
+impl RoundParts {
+    fn new() -> RoundParts {
+        let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
+        RoundParts {
+            events: NoteEvents::new(client.clone(), "test", None),
+            metrics: Metrics::register(&mut prometheus_client::registry::Registry::default()),
+            memory: Memory::default(),
+            client,
+        }
+    }
+
+    fn round<'a>(&'a mut self, engine: &'a EngineThread) -> Round<'a> {
+        Round {
+            engine,
+            writes: ClaimWrites {
+                client: &self.client,
+                fence: None,
+            },
+            events: &self.events,
+            metrics: &self.metrics,
+            memory: &mut self.memory,
+            claims: None,
+        }
+    }
+}
+
 fn snapshot() -> Snapshot {
     Snapshot {
         claims: vec![],
@@ -56,21 +91,8 @@ fn snapshot() -> Snapshot {
 #[tokio::test]
 async fn a_claim_that_fits_nowhere_keeps_the_engines_reason_once_per_interval() {
     let engine = engine_with_one_card_held().await;
-    let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
-    let events = NoteEvents::new(client.clone(), "test", None);
-    let metrics = Metrics::register(&mut prometheus_client::registry::Registry::default());
-    let mut memory = Memory::default();
-    let mut round = Round {
-        engine: &engine,
-        writes: ClaimWrites {
-            client: &client,
-            fence: None,
-        },
-        events: &events,
-        metrics: &metrics,
-        memory: &mut memory,
-        claims: None,
-    };
+    let mut parts = RoundParts::new();
+    let mut round = parts.round(&engine);
     let (snapshot, mut end) = (snapshot(), RoundEnd::default());
     let mig = Arc::new(claim("p", "gpu-mig", 1, 5));
     let got = round
@@ -139,21 +161,8 @@ async fn mps_claims_of_two_namespaces_in_one_round_go_to_two_cards() {
     engine
         .send(move |feed: &mut EngineFeed| feed.slice_event(Event::Apply(slice())))
         .await;
-    let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
-    let events = NoteEvents::new(client.clone(), "test", None);
-    let metrics = Metrics::register(&mut prometheus_client::registry::Registry::default());
-    let mut memory = Memory::default();
-    let mut round = Round {
-        engine: &engine,
-        writes: ClaimWrites {
-            client: &client,
-            fence: None,
-        },
-        events: &events,
-        metrics: &metrics,
-        memory: &mut memory,
-        claims: None,
-    };
+    let mut parts = RoundParts::new();
+    let mut round = parts.round(&engine);
     let (snapshot, mut end) = (snapshot(), RoundEnd::default());
     let mut devices = Vec::new();
     for (namespace, name) in [("a", "first"), ("a", "second"), ("b", "third")] {

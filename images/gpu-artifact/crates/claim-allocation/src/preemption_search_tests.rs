@@ -54,15 +54,18 @@ fn uids(candidate: &Candidate) -> Vec<&str> {
     candidate.victims.iter().map(|v| v.uid.as_str()).collect()
 }
 
+/// The victims a priority-1000 Pod that needs one whole card finds on `holders`' node, by uid.
+fn whole_card_victims(holders: &NodeHolders, cards: &[Vec<String>]) -> Option<Vec<String>> {
+    let mut fits = |released: &[&str]| Ok::<_, Infallible>(whole_card(cards, released));
+    let found = victims_on_node(1000, holders, &mut fits).unwrap()?;
+    Some(uids(&found).into_iter().map(str::to_owned).collect())
+}
+
 #[test]
 fn the_cheapest_card_is_emptied_and_nothing_more() {
     let (holders, cards) = node("n1", &[&[("a", 0), ("b", 5)], &[("c", 0), ("d", 0)], &[("e", 0)]]);
-    let mut fits = |released: &[&str]| Ok::<_, Infallible>(whole_card(&cards, released));
-    let found = victims_on_node(1000, &holders, &mut fits)
-        .unwrap()
-        .expect("a candidate");
     assert_eq!(
-        uids(&found),
+        whole_card_victims(&holders, &cards).expect("a candidate"),
         ["e"],
         "one Pod of priority 0 frees a card: the Pods of the other cards are reprieved"
     );
@@ -71,12 +74,10 @@ fn the_cheapest_card_is_emptied_and_nothing_more() {
 #[test]
 fn pods_of_equal_or_higher_priority_are_never_victims() {
     let (holders, cards) = node("n1", &[&[("a", 1000)], &[("b", 2000)]]);
-    let mut fits = |released: &[&str]| Ok::<_, Infallible>(whole_card(&cards, released));
-    assert_eq!(victims_on_node(1000, &holders, &mut fits).unwrap(), None);
+    assert_eq!(whole_card_victims(&holders, &cards), None);
     let (holders, cards) = node("n1", &[&[("a", 0), ("b", 1000)]]);
-    let mut fits = |released: &[&str]| Ok::<_, Infallible>(whole_card(&cards, released));
     assert_eq!(
-        victims_on_node(1000, &holders, &mut fits).unwrap(),
+        whole_card_victims(&holders, &cards),
         None,
         "the card is shared with a Pod of equal priority: evicting the other frees nothing whole"
     );
@@ -87,12 +88,8 @@ fn a_claim_shared_with_a_pod_that_stays_frees_nothing() {
     let (mut holders, cards) = node("n1", &[&[("a", 0)], &[("b", 0)]]);
     holders.holders.push(holder("keeper", 5000, 0));
     holders.claims[0].reservers.push("keeper".to_owned());
-    let mut fits = |released: &[&str]| Ok::<_, Infallible>(whole_card(&cards, released));
-    let found = victims_on_node(1000, &holders, &mut fits)
-        .unwrap()
-        .expect("a candidate");
     assert_eq!(
-        uids(&found),
+        whole_card_victims(&holders, &cards).expect("a candidate"),
         ["b"],
         "a's claim is also reserved by a Pod of priority 5000"
     );
@@ -102,18 +99,13 @@ fn a_claim_shared_with_a_pod_that_stays_frees_nothing() {
 fn a_pod_the_budget_protects_is_passed_over() {
     let (mut holders, cards) = node("n1", &[&[("a", 0)], &[("b", 0), ("c", 0)]]);
     holders.holders[0].evictable = false;
-    let mut fits = |released: &[&str]| Ok::<_, Infallible>(whole_card(&cards, released));
-    let found = victims_on_node(1000, &holders, &mut fits)
-        .unwrap()
-        .expect("a candidate");
-    assert_eq!(uids(&found), ["b", "c"], "the other card, although it takes two Pods");
-    holders.holders[1].evictable = false;
-    let mut fits = |released: &[&str]| Ok::<_, Infallible>(whole_card(&cards, released));
     assert_eq!(
-        victims_on_node(1000, &holders, &mut fits).unwrap(),
-        None,
-        "then it waits"
+        whole_card_victims(&holders, &cards).expect("a candidate"),
+        ["b", "c"],
+        "the other card, although it takes two Pods"
     );
+    holders.holders[1].evictable = false;
+    assert_eq!(whole_card_victims(&holders, &cards), None, "then it waits");
 }
 
 #[test]
