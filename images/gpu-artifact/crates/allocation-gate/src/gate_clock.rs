@@ -12,6 +12,12 @@ use claim_allocation::selection::gate_is_last;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
+/// How many times the bound a Pod nominated by gpu-dra-controller's preemption waits
+/// (`status.nominatedNodeName`): its victims are going, each within its termination grace period
+/// (30 s by default, often more), and lifting the gate sooner hands the freed devices to the
+/// scheduler's first fit, where any Pod may take them. Ten minutes with the default bound.
+pub const NOMINATED_FACTOR: u32 = 20;
+
 /// The waits of the gated Pods, by uid.
 #[derive(Debug, Default)]
 pub struct GateClock {
@@ -21,7 +27,8 @@ pub struct GateClock {
 impl GateClock {
     /// Looks at the Pods listed at `now`: starts the wait of each whose last gate has become ours,
     /// forgets the others, and returns how long each Pod (by its index in `pods`) has waited, for
-    /// those that waited at least `after`. Pods being deleted never wait.
+    /// those that waited at least `after` ([`NOMINATED_FACTOR`] times that for a nominated Pod).
+    /// Pods being deleted never wait.
     pub fn look(&mut self, pods: &[Pod], now: Timestamp, after: Duration) -> Vec<(usize, Duration)> {
         let mut seen = HashMap::with_capacity(pods.len());
         let mut overdue = vec![];
@@ -33,12 +40,26 @@ impl GateClock {
             let since = *self.since.get(&uid).unwrap_or(&now);
             seen.insert(uid, since);
             let waited = Duration::try_from(now.duration_since(since)).unwrap_or_default();
-            if waited >= after {
+            if waited >= bound(pod, after) {
                 overdue.push((index, waited));
             }
         }
         self.since = seen;
         overdue
+    }
+}
+
+/// How long `pod` may wait: longer while a preemption is under way for it.
+pub(crate) fn bound(pod: &Pod, after: Duration) -> Duration {
+    let nominated = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .is_some_and(|node| !node.is_empty());
+    if nominated {
+        after.saturating_mul(NOMINATED_FACTOR)
+    } else {
+        after
     }
 }
 
@@ -100,5 +121,24 @@ mod tests {
         assert!(clock.look(&others, at(0), AFTER).is_empty());
         assert!(clock.look(&others, at(100), AFTER).is_empty());
         assert!(clock.since.is_empty());
+    }
+
+    #[test]
+    fn a_preemptor_waits_for_its_victims_longer() {
+        let mut clock = GateClock::default();
+        let mut nominated = pod("p", &[SCHEDULING_GATE]);
+        nominated.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            nominated_node_name: Some("w1".into()),
+            ..Default::default()
+        });
+        let pods = [nominated, pod("other", &[SCHEDULING_GATE])];
+        assert!(clock.look(&pods, at(0), AFTER).is_empty());
+        assert_eq!(
+            clock.look(&pods, at(30), AFTER),
+            [(1, Duration::from_secs(30))],
+            "only the Pod that is not nominated is overdue"
+        );
+        assert!(clock.look(&pods[..1], at(599), AFTER).is_empty());
+        assert_eq!(clock.look(&pods[..1], at(600), AFTER), [(0, Duration::from_secs(600))]);
     }
 }

@@ -17,7 +17,7 @@ use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::Value;
 
-use crate::gate_clock::GateClock;
+use crate::gate_clock::{GateClock, bound};
 
 /// The label the webhook puts on a Pod it gates: the lifter lists Pods by it.
 pub use gpu_api::labels::ALLOCATION_GATE_LABEL as GATED_LABEL;
@@ -78,7 +78,7 @@ async fn lift_overdue(
         let note = format!(
             "scheduling gate {SCHEDULING_GATE} lifted after {}s as the Pod's last gate: gpu-dra-controller did not allocate the Pod's claims within {}s, so the kube-scheduler allocates them (first fit)",
             waited.as_secs(),
-            after.as_secs()
+            bound(pod, after).as_secs()
         );
         tracing::warn!(pod = %name, %namespace, %note, "allocation gate lifted");
         let reference = pod.object_ref(&());

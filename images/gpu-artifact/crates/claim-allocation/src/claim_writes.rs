@@ -123,6 +123,23 @@ impl ClaimWrites<'_> {
             Err(error) => Err(error.into()),
         }
     }
+
+    /// Writes `status.nominatedNodeName` of a preemptor, as the kube-scheduler nominates one
+    /// (`handleSchedulingFailure` then `updatePod` in `pkg/scheduler/schedule_one.go`, v1.34.4): the
+    /// node its victims leave. gpu-controller's gate lifter gives a nominated Pod longer, and the
+    /// scheduler prefers that node if the gate is lifted all the same.
+    pub async fn nominate(&self, pod: &Pod, node: &str) -> anyhow::Result<()> {
+        self.fenced().await?;
+        let patch = json!({"status": {"nominatedNodeName": node}});
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        Api::<Pod>::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default())
+            .patch_status(&pod.name_any(), &params, &Patch::Merge(&patch))
+            .await?;
+        Ok(())
+    }
 }
 
 /// The finalizer kube-scheduler puts on every claim before it writes the claim's allocation, and

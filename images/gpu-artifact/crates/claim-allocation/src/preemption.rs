@@ -270,6 +270,11 @@ impl Round<'_> {
             victims: evicted.iter().map(|v| v.uid.clone()).collect(),
             claims,
         };
+        if let Err(error) = self.writes.nominate(pod, &nomination.node).await {
+            // The hold in memory stands; only the lifter's longer bound and the scheduler's
+            // preference for the node are lost.
+            tracing::warn!(pod = %preemptor, %error, "could not write the Pod's nominated node");
+        }
         self.memory
             .preemption
             .nominate(&pod.uid().unwrap_or_default(), nomination);

@@ -17,6 +17,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -28,7 +29,7 @@ use support::components::AgentWorkspace;
 use support::dra_controller_run::*;
 use support::preemption_bed::*;
 use support::*;
-use testbed::{ReadyNode, TestNamespace};
+use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gated_pods_preempt_lower_priority_gpu_holders() {
@@ -105,6 +106,16 @@ async fn gated_pods_preempt_lower_priority_gpu_holders() {
         "exactly the Pods of the card no budget protects"
     );
     let note = one_event(&ns, "trainer", "Preempting").await;
+    // Nominated as the kube-scheduler nominates a preemptor: gpu-controller's lifter gives it longer.
+    wait_until("the preemptor nominated", Duration::from_secs(30), || async {
+        let status = pods.get("trainer").await?.status;
+        Ok(match status.and_then(|s| s.nominated_node_name) {
+            Some(nominated) if nominated == node => Progress::Done(()),
+            other => Progress::Pending(format!("nominatedNodeName {other:?}")),
+        })
+    })
+    .await
+    .unwrap();
     for victim in &victims {
         assert!(note.contains(victim.as_str()), "{note}");
         let preempted = one_event(&ns, victim, "Preempted").await;

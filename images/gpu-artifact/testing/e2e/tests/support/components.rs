@@ -150,6 +150,7 @@ pub fn dra_controller_rules() -> Vec<PolicyRule> {
         rule("resource.k8s.io", &["resourceclaimtemplates"], &["get"]),
         rule("", &["pods"], &["get", "list", "watch", "patch"]),
         rule("", &["pods/eviction"], &["create"]),
+        rule("", &["pods/status"], &["patch"]),
         rule("", &["nodes"], &["get", "list", "watch"]),
         rule("gpu.deckhouse.io", &["physicalgpus"], &["get", "list", "watch"]),
         rule("events.k8s.io", &["events"], &["create", "patch"]),
