@@ -7,10 +7,16 @@
 //! peak, are printed beside the baseline from the same run: the same process on the same cluster
 //! before any GPU object existed. The budget is 64 MiB (issue 16).
 //!
-//! `CONTROLLER_BENCH_NODES` and `CONTROLLER_BENCH_CLAIMS` shrink the workload for a quick run.
+//! Then, on the loaded cluster, what a user feels: claims created one at a time to their allocation
+//! written, beside one plain status write of the same claim (`user_latency`).
+//!
+//! `CONTROLLER_BENCH_NODES`, `CONTROLLER_BENCH_CLAIMS` and `CONTROLLER_BENCH_LATENCY_CLAIMS` shrink
+//! the workload for a quick run.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
+#[path = "controller_memory/user_latency.rs"]
+mod user_latency;
 
 use std::time::{Duration, Instant};
 
@@ -164,6 +170,8 @@ async fn main() {
         controller.rss_anon_kib().expect("controller anonymous RSS"),
         controller.peak_rss_kib().expect("controller peak RSS"),
     );
+    let latency_claims = setting("CONTROLLER_BENCH_LATENCY_CLAIMS", 100);
+    let (ours, direct) = user_latency::measure(&ns, latency_claims, gated_pod).await;
     remove_inventory(&client, &inventory).await;
 
     println!(
@@ -195,5 +203,15 @@ async fn main() {
         peak as f64 / idle as f64,
         peak as f64 / BUDGET_KIB as f64
     );
+    println!(
+        "what a user feels on the loaded cluster ({latency_claims} claims of one 1g.10gb partition, one at a time)"
+    );
+    for (what, p) in [("p50", 0.5), ("p99", 0.99)] {
+        let (base, with_controller) = (user_latency::at(&direct, p), user_latency::at(&ours, p));
+        println!(
+            "  claim created to allocation written, {what}: gpu-dra-controller {with_controller:>8.1?}, one plain status write {base:>8.1?} (baseline): {:.1}x",
+            with_controller.as_secs_f64() / base.as_secs_f64()
+        );
+    }
     drop(controller);
 }
