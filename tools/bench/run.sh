@@ -8,6 +8,12 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 k8s="${K8S:-1.34}"
 "$repo/tools/install/deps.sh"
+# On the real node (its own control plane, torn down when this script ends): a Pod asking for an H100
+# as an extended resource with the webhook installed, beside the same Pod of a FirstFit class.
+realnode="$(mktemp -d /tmp/gpu-bench-node.XXXXXX)"
+env_file="$(NODE_DIR="$realnode" TESTBED_OWNER_PID=$$ "$repo/tools/testbed/node-up.sh" 1.34)"
+( cd "$repo/images/gpu-artifact" && GPU_REALNODE_ENV="$env_file" cargo bench -p real-node --bench extended_resource_start )
+"$repo/tools/testbed/node-down.sh" "$realnode"
 kubeconfig="$("$repo/tools/testbed/cluster-up.sh" "$k8s")"
 trap '"$repo/tools/testbed/cluster-down.sh" "$k8s"' EXIT
 cd "$repo/images/gpu-artifact"

@@ -70,6 +70,11 @@ if [ "${TEST_REAL_NODE:-1}" != 0 ]; then
     else
       failed_phases+=("make demo"); echo "0 1" >> "$summary"
     fi
+    # Once more after the demo (its h100-job asks for GPUs as an extended resource): over the whole
+    # suite and the demo, gpu-controller lifted no allocation gate (issue 31).
+    phase "real node: no allocation gate lifted over the suite and the demo"
+    GPU_REALNODE_ENV="$env_file" cargo_test real-node-after-demo -p real-node --locked --no-fail-fast \
+      --test extended_resources no_allocation_gate_was_lifted
     "$repo/tools/testbed/node-down.sh" "$realnode"
   else
     failed_phases+=("real node up"); echo "0 1" >> "$summary"

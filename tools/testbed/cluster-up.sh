@@ -10,7 +10,9 @@
 #                                      address of its network namespace (the node's, which has no route
 #                                      out) and the `kubernetes` Service points at <ip>.
 #   TESTBED_AUDIT_GROUP=<group>        audit log (Metadata level, <dir>/logs/audit.log) of the requests
-#                                      of that group only, e.g. system:serviceaccounts:d8-gpu.
+#                                      of that group only, e.g. system:serviceaccounts:d8-gpu; the Events
+#                                      it creates at the Request level (their reasons outlive their
+#                                      namespaces: real-node tests/extended_resources.rs).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -116,8 +118,19 @@ wait_healthy etcd "http://127.0.0.1:$etcd_port/health"
 
 audit=()
 if [ -n "${TESTBED_AUDIT_GROUP:-}" ]; then
-  printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  userGroups: ["%s"]\n- level: None\n' \
-    "$TESTBED_AUDIT_GROUP" > "$dir/audit-policy.yaml"
+  cat > "$dir/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Request
+  userGroups: ["$TESTBED_AUDIT_GROUP"]
+  verbs: ["create"]
+  resources: [{group: "", resources: ["events"]}, {group: "events.k8s.io", resources: ["events"]}]
+- level: Metadata
+  userGroups: ["$TESTBED_AUDIT_GROUP"]
+- level: None
+EOF
   audit=(--audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log")
 fi
 if [ "$advertise" = 127.0.0.1 ]; then apiserver_address=(--bind-address 127.0.0.1 --endpoint-reconciler-type none)

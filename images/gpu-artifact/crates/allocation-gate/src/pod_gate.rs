@@ -82,7 +82,18 @@ fn extended_resources(pod: &Pod) -> Vec<String> {
     names
 }
 
-/// Whether a Pod created in `namespace` goes through best fit.
+/// Why a Pod that asks for a GPU only as an extended resource is not gated. The kube-scheduler makes
+/// such a Pod's claim itself, in the cycle that binds the Pod, and never for a gated Pod; a claim for
+/// it that already exists (made by anyone, in an earlier cycle) makes its Filter refuse every node
+/// ("cannot schedule extended resource claim") and its PostFilter delete that claim
+/// (`pkg/scheduler/framework/plugins/dynamicresources`, `filterExtendedResources` and `PostFilter` in
+/// v1.34.4; `extendeddynamicresources.go` in v1.37.2). So there is nothing gpu-dra-controller could
+/// allocate ahead, and a gate would only delay the Pod until the lifter took it off.
+pub const EXTENDED_RESOURCE_PLACEMENT: &str = "the scheduler makes the claim of an extended resource only while it binds the Pod, so best fit has nothing to allocate ahead";
+
+/// Whether a Pod created in `namespace` goes through best fit: when a claim it names, or a template
+/// its claims are made from, requests a best-fit class. Extended resources alone never gate
+/// ([`EXTENDED_RESOURCE_PLACEMENT`]).
 pub fn decide(pod: &Pod, namespace: &str, classes: &GateClasses, sources: &[ResolvedSource]) -> GateDecision {
     if exempt_namespace(namespace) {
         return GateDecision::Leave(format!("namespace {namespace} is exempt"));
@@ -92,11 +103,6 @@ pub fn decide(pod: &Pod, namespace: &str, classes: &GateClasses, sources: &[Reso
     }
     if has_gate(pod) {
         return GateDecision::Leave(format!("the Pod already has the gate {SCHEDULING_GATE}"));
-    }
-    for resource in extended_resources(pod) {
-        if let Some(class) = classes.class_of_extended_resource(&resource) {
-            return GateDecision::Gate(format!("extended resource {resource} of class {class}"));
-        }
     }
     for (source, found) in sources {
         let Some(class) = found.iter().flatten().find(|c| classes.gates(c)) else {
@@ -108,7 +114,14 @@ pub fn decide(pod: &Pod, namespace: &str, classes: &GateClasses, sources: &[Reso
         };
         return GateDecision::Gate(format!("{what} requests class {class}"));
     }
-    GateDecision::Leave("no claim or extended resource of a best-fit class of gpu.deckhouse.io".into())
+    for resource in extended_resources(pod) {
+        if let Some(class) = classes.class_of_extended_resource(&resource) {
+            return GateDecision::Leave(format!(
+                "extended resource {resource} of class {class} is placed by the kube-scheduler: {EXTENDED_RESOURCE_PLACEMENT}"
+            ));
+        }
+    }
+    GateDecision::Leave("no claim of a best-fit class of gpu.deckhouse.io".into())
 }
 
 /// The JSONPatch (RFC 6902) that appends the gate to the Pod's scheduling gates and labels the

@@ -96,24 +96,41 @@ fn opted_out_unknown_and_unreadable_classes_do_not_gate() {
 }
 
 #[test]
-fn an_extended_resource_of_a_best_fit_class_gates() {
+fn an_extended_resource_alone_never_gates_and_the_reason_says_who_places_it() {
     let explicit = pod(json!({"containers": [{"name": "c", "resources": {"limits": {"gpu.deckhouse.io/gpu": "1"}}}]}));
     assert_eq!(
         decide(&explicit, "ns", &classes(), &[]),
-        GateDecision::Gate("extended resource gpu.deckhouse.io/gpu of class gpu".into())
+        GateDecision::Leave(format!(
+            "extended resource gpu.deckhouse.io/gpu of class gpu is placed by the kube-scheduler: {EXTENDED_RESOURCE_PLACEMENT}"
+        ))
     );
     let implicit = pod(json!({"containers": [{"name": "c"}], "initContainers": [{"name": "i",
         "resources": {"requests": {"deviceclass.resource.kubernetes.io/gpu": "1"}}}]}));
-    assert!(matches!(
-        decide(&implicit, "ns", &classes(), &[]),
-        GateDecision::Gate(_)
-    ));
+    let GateDecision::Leave(reason) = decide(&implicit, "ns", &classes(), &[]) else {
+        panic!("an implicit extended resource gated its Pod")
+    };
+    assert!(
+        reason.contains("deviceclass.resource.kubernetes.io/gpu of class gpu"),
+        "{reason}"
+    );
     let opted_out = pod(json!({"containers": [{"name": "c",
         "resources": {"limits": {"deviceclass.resource.kubernetes.io/first-fit": "1", "cpu": "1"}}}]}));
-    assert!(matches!(
+    assert_eq!(
         decide(&opted_out, "ns", &classes(), &[]),
-        GateDecision::Leave(_)
-    ));
+        GateDecision::Leave("no claim of a best-fit class of gpu.deckhouse.io".into())
+    );
+}
+
+#[test]
+fn a_best_fit_claim_still_gates_a_pod_that_also_asks_for_an_extended_resource() {
+    let mut both = claims_pod();
+    both.spec.as_mut().unwrap().containers[0].resources =
+        Some(serde_json::from_value(json!({"limits": {"gpu.deckhouse.io/gpu": "1"}})).unwrap());
+    let sources = [(ClaimSource::Template("one-gpu".into()), Some(vec!["gpu".into()]))];
+    assert_eq!(
+        decide(&both, "ns", &classes(), &sources),
+        GateDecision::Gate("ResourceClaimTemplate one-gpu requests class gpu".into())
+    );
 }
 
 #[test]
