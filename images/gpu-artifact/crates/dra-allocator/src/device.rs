@@ -69,7 +69,7 @@ fn cmp_qualified(name: &str, domain: &str, id: &str) -> std::cmp::Ordering {
 }
 
 impl AttrList {
-    fn get(&self, name: &str) -> Option<&AttrValue> {
+    pub(crate) fn get(&self, name: &str) -> Option<&AttrValue> {
         self.0
             .binary_search_by(|attr| (*attr.0).cmp(name))
             .ok()

@@ -101,9 +101,10 @@ impl Allocator {
             }
         }
         let (inventory, usage) = (&self.inventory, &self.usage);
+        let mut places = topology::PlaceReader::default();
         topology::groups(
             &union,
-            |slot| topology::place(&inventory.device(slot).raw),
+            |slot| places.place(&inventory.device(slot).raw),
             |slot| !usage.is_exclusive(slot) && usage.counters_fit(inventory, inventory.device(slot)),
             needed,
         )

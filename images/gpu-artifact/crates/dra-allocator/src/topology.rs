@@ -14,7 +14,7 @@
 //! the unrestricted search. The spread of the result also ranks the nodes (see `best_fit`), after
 //! memory slices and memory, before the node's name.
 
-use crate::device::{AttrValue, RawDevice};
+use crate::device::{AttrList, AttrValue, RawDevice};
 use crate::request::Request;
 
 pub(crate) const NVLINK_DOMAIN: &str = "gpu.deckhouse.io/nvlinkDomain";
@@ -41,6 +41,57 @@ pub(crate) fn place(raw: &RawDevice) -> Place<'_> {
         root: attributes.get(PCIE_ROOT),
         numa: attributes.get(NUMA_NODE),
     }
+}
+
+/// Reads the places of one request's candidates, each attribute list once: the offers of a card
+/// share its list (`common`), and most kinds of offer publish no place of their own, so a node's
+/// hundreds of offers come down to its few cards (the per-offer lookups were most of what
+/// topology added to a claim of two devices).
+#[derive(Default)]
+pub(crate) struct PlaceReader<'a> {
+    /// Own attribute lists, by address, and whether they publish a part of a place.
+    owns: Vec<(*const AttrList, bool)>,
+    /// Card attribute lists, by address, and the place they give.
+    commons: Vec<(*const AttrList, Place<'a>)>,
+}
+
+impl<'a> PlaceReader<'a> {
+    pub(crate) fn place(&mut self, raw: &'a RawDevice) -> Place<'a> {
+        let own: &'a AttrList = &raw.kind.own;
+        let own_places = match self.owns.iter().find(|(list, _)| std::ptr::eq(*list, own)) {
+            Some((_, places)) => *places,
+            None => {
+                let places = [NVLINK_DOMAIN, PCIE_ROOT, NUMA_NODE]
+                    .iter()
+                    .any(|name| own.get(name).is_some());
+                self.owns.push((own, places));
+                places
+            }
+        };
+        if own_places {
+            return place(raw);
+        }
+        let common: &'a AttrList = &raw.placement.common;
+        if let Some((_, place)) = self.commons.iter().find(|(list, _)| std::ptr::eq(*list, common)) {
+            return *place;
+        }
+        let place = Place {
+            nvlink: common.get(NVLINK_DOMAIN),
+            root: common.get(PCIE_ROOT),
+            numa: common.get(NUMA_NODE),
+        };
+        self.commons.push((common, place));
+        place
+    }
+}
+
+/// The same place: by address first (the places of one card's offers are read from one list).
+fn same_place(a: &Place<'_>, b: &Place<'_>) -> bool {
+    let same = |x: Option<&AttrValue>, y: Option<&AttrValue>| match (x, y) {
+        (Some(x), Some(y)) => std::ptr::eq(x, y) || x == y,
+        (x, y) => x.is_none() && y.is_none(),
+    };
+    same(a.nvlink, b.nvlink) && same(a.root, b.root) && same(a.numa, b.numa)
 }
 
 /// How many distinct places `values` are, a missing one counting as its own.
@@ -123,32 +174,49 @@ pub(crate) fn grouped_request(requests: &[Request<'_>]) -> Option<usize> {
 /// offered (the same devices at a looser tier), is left out.
 pub(crate) fn groups<'a>(
     candidates: &[u32],
-    place_of: impl Fn(u32) -> Place<'a>,
+    mut place_of: impl FnMut(u32) -> Place<'a>,
     available: impl Fn(u32) -> bool,
     needed: usize,
 ) -> Vec<Vec<u32>> {
-    let places: Vec<(u32, Place<'a>, bool)> = candidates
-        .iter()
-        .map(|&slot| (slot, place_of(slot), available(slot)))
-        .collect();
+    // The distinct places first (in the order of their first candidate), so that each tier groups
+    // a node's few cards rather than its every offer.
+    let mut places: Vec<Place<'a>> = Vec::new();
+    let mut slots: Vec<(u32, usize, bool)> = Vec::with_capacity(candidates.len());
+    for &slot in candidates {
+        let place = place_of(slot);
+        let index = match places.iter().position(|p| same_place(p, &place)) {
+            Some(index) => index,
+            None => {
+                places.push(place);
+                places.len() - 1
+            }
+        };
+        slots.push((slot, index, available(slot)));
+    }
     let mut offered: Vec<Vec<u32>> = Vec::new();
     for tier in &TIERS {
-        let mut tier_groups: Vec<(Key<'a>, Vec<u32>, usize)> = Vec::new();
-        for (slot, place, free) in &places {
-            let Some(key) = key(place, tier) else {
-                continue;
-            };
-            match tier_groups.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, slots, free_count)) => {
-                    slots.push(*slot);
-                    *free_count += usize::from(*free);
-                }
-                None => tier_groups.push((key, vec![*slot], usize::from(*free))),
+        // Each place's group in this tier; groups in the order of their first candidate.
+        let mut keys: Vec<Key<'a>> = Vec::new();
+        let group_of: Vec<Option<usize>> = places
+            .iter()
+            .map(|place| {
+                let key = key(place, tier)?;
+                Some(keys.iter().position(|k| *k == key).unwrap_or_else(|| {
+                    keys.push(key);
+                    keys.len() - 1
+                }))
+            })
+            .collect();
+        let mut tier_groups: Vec<(Vec<u32>, usize)> = vec![(Vec::new(), 0); keys.len()];
+        for (slot, place, free) in &slots {
+            if let Some(group) = group_of[*place] {
+                tier_groups[group].0.push(*slot);
+                tier_groups[group].1 += usize::from(*free);
             }
         }
         // Stable: groups of equal tightness keep the order of their first device.
-        tier_groups.sort_by_key(|(_, _, free)| *free);
-        for (_, slots, free) in tier_groups {
+        tier_groups.sort_by_key(|(_, free)| *free);
+        for (slots, free) in tier_groups {
             if free >= needed && slots.len() < candidates.len() && !offered.contains(&slots) {
                 offered.push(slots);
             }
