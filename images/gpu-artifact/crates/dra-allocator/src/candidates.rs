@@ -150,7 +150,8 @@ enum Origin<'a> {
     Claim(&'a str),
 }
 
-fn context(cel: &SelectorCache, inventory: &Inventory, slot: u32) -> Result<DeviceContext, CelError> {
+/// The CEL view of the device in `slot`.
+pub(crate) fn context(cel: &SelectorCache, inventory: &Inventory, slot: u32) -> Result<DeviceContext, CelError> {
     let device = inventory.device(slot);
     DeviceContext::from_parts(
         cel.env(),
