@@ -1,6 +1,6 @@
 //! Watches an admin's DeviceTaintRules into the engine, in the version the API server serves:
-//! `resource.k8s.io/v1` (1.37, GA), else `v1alpha3` (1.34, behind `DRADeviceTaints` and the
-//! `resource.k8s.io/v1alpha3` runtime config). The kube-scheduler reads the same rules through
+//! `resource.k8s.io/v1` (1.37, GA), else `v1beta2` (1.36), else `v1alpha3` (1.34, behind
+//! `DRADeviceTaints` and the `resource.k8s.io/v1alpha3` runtime config). The kube-scheduler reads the same rules through
 //! its ResourceSlice tracker; without them gated Pods would bypass an admin's maintenance taint.
 //! When neither version is served, the controller runs without rules and says so once.
 
@@ -9,8 +9,8 @@ use dra_allocator::TaintRule;
 use futures::StreamExt;
 use k8s_openapi::api::resource::v1alpha3::{DeviceTaintRule, DeviceTaintRuleSpec};
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::watcher::{self, Event, watcher};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, Client};
 use tokio::sync::{Notify, watch as tokio_watch};
 
@@ -20,8 +20,9 @@ use crate::engine_thread::EngineThread;
 const GROUP: &str = "resource.k8s.io";
 const KIND: &str = "DeviceTaintRule";
 
-/// The served versions we read, preferred first.
-const VERSIONS: [&str; 2] = ["v1", "v1alpha3"];
+/// The served versions we read, preferred first. v1beta2 (1.36) has v1's selector fields;
+/// v1alpha3 is read with 1.34's rules (see `dra_allocator::TaintRule::from_v1alpha3`).
+const VERSIONS: [&str; 3] = ["v1", "v1beta2", "v1alpha3"];
 
 /// The rule in `object`, read as the scheduler of its version reads it (see
 /// `dra_allocator::TaintRule`); `None` if it does not decode.
@@ -84,7 +85,7 @@ pub async fn watch_taint_rules(
 ) -> anyhow::Result<tokio_watch::Receiver<bool>> {
     let Some((resource, version)) = served(client).await? else {
         tracing::warn!(
-            "resource.k8s.io serves no DeviceTaintRule version (v1, v1alpha3): allocating without admin device taint rules"
+            "resource.k8s.io serves no DeviceTaintRule version (v1, v1beta2, v1alpha3): allocating without admin device taint rules"
         );
         return Ok(tokio_watch::channel(true).1);
     };
@@ -100,7 +101,9 @@ pub async fn watch_taint_rules(
                     Ok(event) => {
                         let done = matches!(event, Event::InitDone);
                         let event = converted(event, version);
-                        engine.send(move |feed: &mut EngineFeed| feed.taint_rule_event(event)).await;
+                        engine
+                            .send(move |feed: &mut EngineFeed| feed.taint_rule_event(event))
+                            .await;
                         if done {
                             listed.send_replace(true);
                         }
