@@ -21,20 +21,21 @@ pub(crate) struct AppliedRule {
     pub broken: bool,
 }
 
-/// Whether every expression matches the device in `slot`: `Err` when one does not compile; a
-/// runtime error is "not selected", as `applyPatches` skips the device then.
+/// Whether every expression matches the device in `slot`, in order as `applyPatches` checks them:
+/// `Err` when one it reaches does not compile; a runtime error or a mismatch ends the check with
+/// "not selected" before the later ones are compiled.
 fn all_match(cel: &SelectorCache, inventory: &Inventory, slot: u32, expressions: &[&str]) -> Result<bool, CelError> {
-    if expressions.is_empty() {
-        return Ok(true);
+    let mut device = None;
+    for expression in expressions {
+        let compiled = cel.get_or_compile(expression)?;
+        let Ok(device) = device.get_or_insert_with(|| context(cel, inventory, slot)) else {
+            return Ok(false);
+        };
+        if compiled.matches(device) != Ok(true) {
+            return Ok(false);
+        }
     }
-    let compiled = expressions
-        .iter()
-        .map(|e| cel.get_or_compile(e))
-        .collect::<Result<Vec<_>, _>>()?;
-    let Ok(device) = context(cel, inventory, slot) else {
-        return Ok(false);
-    };
-    Ok(compiled.iter().all(|c| c.matches(&device) == Ok(true)))
+    Ok(true)
 }
 
 /// Whether `selector` selects the device in `slot` (`Err`: an expression does not compile).
@@ -105,6 +106,11 @@ impl Allocator {
             });
         }
         self.inventory.rule_hits = hits;
+        let was_broken = self.inventory.taint_rules.iter().map(|r| r.broken);
+        if !was_broken.eq(applied.iter().map(|r| r.broken)) {
+            // A rule that stops compiling (or compiles again) changes devices on every node.
+            self.memo.clear();
+        }
         self.inventory.taint_rules = applied;
     }
 }

@@ -160,3 +160,20 @@ fn a_slice_arriving_after_the_rule_is_tainted_too() {
         ["gpus/node-b"]
     );
 }
+
+#[test]
+fn a_1_34_rule_whose_cel_does_not_compile_keeps_every_device_it_reaches_unused() {
+    // Upstream's tracker fails to patch such a slice, so the scheduler does not see its devices.
+    let broken = rule(
+        "broken",
+        json!({"pool": "gpus/node-a", "selectors": [{"cel": {"expression": "device.driver =="}}]}),
+    );
+    let mut allocator = engine(vec![broken]);
+    let tolerating = json!([{"operator": "Exists"}]);
+    for tolerations in [json!([]), tolerating] {
+        let on_a = allocator.allocate_among(&claim(tolerations.clone()), &|node| node == "node-a");
+        assert_eq!(on_a.unwrap(), None);
+        let anywhere = allocator.allocate(&claim(tolerations), None).unwrap();
+        assert_eq!(pools(anywhere), ["gpus/node-b"]);
+    }
+}
