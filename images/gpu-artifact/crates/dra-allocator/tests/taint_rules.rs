@@ -177,3 +177,23 @@ fn a_1_34_rule_whose_cel_does_not_compile_keeps_every_device_it_reaches_unused()
         assert_eq!(pools(anywhere), ["gpus/node-b"]);
     }
 }
+
+#[test]
+fn only_noschedule_and_noexecute_keep_a_request_off_a_device() {
+    // 1.37's `taintPreventsAllocation`: other effects (`None`, the handler's notes) are ignored.
+    let mut noted = node_slice("node-a", "A30");
+    let device = &mut noted.spec.devices.as_mut().unwrap()[0];
+    device.taints = Some(vec![from(json!({"key": "gpu.deckhouse.io/note", "effect": "None"}))]);
+    let mut allocator = Allocator::new(&[noted], &[gpu_class()], &[]);
+    assert_eq!(
+        pools(allocator.allocate(&claim(json!([])), None).unwrap()),
+        ["gpus/node-a"]
+    );
+    let none_rule: DeviceTaintRule = from(json!({"metadata": {"name": "note"}, "spec": {
+        "deviceSelector": {"pool": "gpus/node-a"}, "taint": {"key": "k", "effect": "None"}}}));
+    allocator.set_taint_rules(vec![TaintRule::from_v1alpha3(&none_rule)]);
+    assert_eq!(
+        pools(allocator.allocate(&claim(json!([])), None).unwrap()),
+        ["gpus/node-a"]
+    );
+}
