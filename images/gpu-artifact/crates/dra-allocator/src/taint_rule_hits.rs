@@ -9,7 +9,7 @@ use dra_cel::{CelError, SelectorCache};
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaint};
 
 use crate::allocator::Allocator;
-use crate::candidates::context;
+use crate::candidates::context_as;
 use crate::inventory::Inventory;
 use crate::taint_rules::{RuleHits, TaintRule, TaintRuleSelector};
 
@@ -21,14 +21,16 @@ pub(crate) struct AppliedRule {
     pub broken: bool,
 }
 
-/// Whether every expression matches the device in `slot`, in order as `applyPatches` checks them:
+/// Whether every expression matches the device in `slot`, in order as `applyPatches` checks them,
+/// on the device as it hands it to CEL there: driver, attributes and capacity, and no
+/// `allowMultipleAllocations` (`cel.Device` without it reads false, cel/compile.go v0.34.4):
 /// `Err` when one it reaches does not compile; a runtime error or a mismatch ends the check with
 /// "not selected" before the later ones are compiled.
 fn all_match(cel: &SelectorCache, inventory: &Inventory, slot: u32, expressions: &[&str]) -> Result<bool, CelError> {
     let mut device = None;
     for expression in expressions {
         let compiled = cel.get_or_compile(expression)?;
-        let Ok(device) = device.get_or_insert_with(|| context(cel, inventory, slot)) else {
+        let Ok(device) = device.get_or_insert_with(|| context_as(cel, inventory, slot, false)) else {
             return Ok(false);
         };
         if compiled.matches(device) != Ok(true) {

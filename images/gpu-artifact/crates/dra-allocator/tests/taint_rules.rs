@@ -197,3 +197,19 @@ fn only_noschedule_and_noexecute_keep_a_request_off_a_device() {
         ["gpus/node-a"]
     );
 }
+
+#[test]
+fn a_1_34_rule_sees_devices_without_allow_multiple_allocations_as_the_tracker_does() {
+    // `applyPatches` hands CEL a `cel.Device` without AllowMultipleAllocations (read as false),
+    // so a class selecting shared devices selects none of them for a rule.
+    let mut shared = node_slice("node-a", "A30");
+    shared.spec.devices.as_mut().unwrap()[0].allow_multiple_allocations = Some(true);
+    let shared_class: DeviceClass = from(json!({"metadata": {"name": "shared"}, "spec": {"selectors": [
+        {"cel": {"expression": "device.allowMultipleAllocations"}}]}}));
+    let mut allocator = Allocator::new(&[shared], &[gpu_class(), shared_class], &[]);
+    allocator.set_taint_rules(vec![rule("by-shared-class", json!({"deviceClassName": "shared"}))]);
+    assert_eq!(
+        pools(allocator.allocate(&claim(json!([])), None).unwrap()),
+        ["gpus/node-a"]
+    );
+}
