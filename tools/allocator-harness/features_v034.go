@@ -12,10 +12,12 @@ import (
 
 // Kubernetes v1.34.4 as the test bed runs it: DRAPartitionableDevices and DRAConsumableCapacity
 // switched on (alpha), DRAPrioritizedList, DRAAdminAccess and DRAResourceClaimDeviceStatus on by
-// default (beta). DRADeviceTaints and DRADeviceBindingConditions are alpha and stay off.
+// default (beta), DRADeviceTaints switched on (alpha; tools/testbed/versions.sh), so device taints,
+// also those of DeviceTaintRules, are honoured. DRADeviceBindingConditions is alpha and stays off.
 var allocatorFeatures = structured.Features{
 	AdminAccess:          true,
 	ConsumableCapacity:   true,
+	DeviceTaints:         true,
 	DeviceStatus:         true,
 	PartitionableDevices: true,
 	PrioritizedList:      true,

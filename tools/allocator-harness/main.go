@@ -8,7 +8,7 @@
 // Protocol: one JSON case per stdin line, one JSON answer per stdout line, in order.
 //
 //	case:   {"slices":[ResourceSlice], "classes":[DeviceClass], "allocated":[ResourceClaim],
-//	         "nodes":[Node], "claim":ResourceClaim}
+//	         "nodes":[Node], "claim":ResourceClaim, "taintRules":[DeviceTaintRule]}
 //	answer: {"node":"n1","allocation":AllocationResult} | {"unsatisfiable":true} | {"error":"..."}
 //
 // Benchmark mode (bench.go) uses the same stream with request lines {"load":...},
@@ -42,6 +42,9 @@ type harnessCase struct {
 	Allocated []*resourceapi.ResourceClaim `json:"allocated"`
 	Nodes     []*v1.Node                   `json:"nodes"`
 	Claim     *resourceapi.ResourceClaim   `json:"claim"`
+	// DeviceTaintRules of the release's served version (v1alpha3 on 1.34, v1 on 1.37), applied
+	// to the slices by upstream's ResourceSlice tracker (taint_rules_*.go).
+	TaintRules json.RawMessage `json:"taintRules,omitempty"`
 }
 
 type answer struct {
@@ -117,7 +120,11 @@ func run(ctx context.Context, cache *cel.Cache, c *harnessCase) (a answer) {
 	for _, class := range c.Classes {
 		classes[class.Name] = class
 	}
-	allocator, err := structured.NewAllocator(ctx, allocatorFeatures, allocatedState(c.Allocated), classes, c.Slices, cache)
+	slices, err := patchedSlices(ctx, c.Slices, c.Classes, c.TaintRules)
+	if err != nil {
+		return answer{Error: err.Error()}
+	}
+	allocator, err := structured.NewAllocator(ctx, allocatorFeatures, allocatedState(c.Allocated), classes, slices, cache)
 	if err != nil {
 		return answer{Error: err.Error()}
 	}

@@ -1,4 +1,4 @@
-//! Watches claims, slices, classes and Pods; while this replica leads, runs an allocation round
+//! Watches claims, slices, classes, admin DeviceTaintRules (`taint_rule_watch`) and Pods; while this replica leads, runs an allocation round
 //! after every burst of changes. Slice, class and claim events also go to the one engine (see
 //! `engine_feed`), before the stores see them, so a round's engine is never older than its
 //! snapshot; slices go to the engine alone. When the next round runs is `round_schedule`'s to
@@ -32,6 +32,7 @@ use crate::node_watch::watch_nodes;
 use crate::note_events::NoteEvents;
 use crate::pass::{Memory, Round, Snapshot};
 use crate::round_schedule::{NextRound, RoundOutcome, RoundSchedule};
+use crate::taint_rule_watch::watch_taint_rules;
 
 /// Quiet time that ends a burst of watch events: one round per burst.
 /// Short: a gated Pod waits it out once before its round (the gate's cost, `make bench`
@@ -178,11 +179,13 @@ pub async fn run(
         nodes: watch_nodes(&client, trigger.clone()),
     };
     let mut slices = watch_slices(Api::all(client.clone()), trigger.clone(), engine.clone());
+    let mut taint_rules = watch_taint_rules(&client, trigger.clone(), engine.clone()).await?;
     let node_facts = NodeFactStores::watch(&client, trigger.clone());
     tokio::select! {
         synced = async {
             stores.claims.wait_until_ready().await?;
             slices.wait_for(|listed| *listed).await?;
+            taint_rules.wait_for(|listed| *listed).await?;
             stores.classes.wait_until_ready().await?;
             stores.pods.wait_until_ready().await?;
             stores.nodes.wait_until_ready().await?;

@@ -9,9 +9,9 @@
 //! compares resourceVersions as numbers). The watch may also bring a write back before the writer
 //! hears of it: then there is nothing to wait for, and the engine keeps what the watch gave it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use dra_allocator::{Allocator, claim_id};
+use dra_allocator::{Allocator, TaintRule, claim_id};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::runtime::watcher::Event;
 
@@ -22,6 +22,9 @@ pub struct EngineFeed {
     slices: Relist,
     classes: Relist,
     claims: Relist,
+    taint_rules: Relist,
+    /// The admin DeviceTaintRules, by name (the engine takes them all at once).
+    rules: BTreeMap<String, TaintRule>,
     /// Claims we wrote, by id, with the resourceVersion the API server gave our write.
     written: HashMap<String, u64>,
     /// Per claim id, the highest resourceVersion the watch has brought.
@@ -104,6 +107,24 @@ impl EngineFeed {
         }
         for class in &changes.apply {
             self.engine.apply_class(class);
+        }
+    }
+
+    /// A DeviceTaintRule event: the engine gets the whole set again, once a first list is
+    /// complete (not page by page).
+    pub fn taint_rule_event(&mut self, event: Event<TaintRule>) {
+        let changes = self.taint_rules.follow(event, |rule| rule.name.clone());
+        if changes.apply.is_empty() && changes.remove.is_empty() && self.taint_rules.listing.is_some() {
+            return;
+        }
+        for name in &changes.remove {
+            self.rules.remove(name);
+        }
+        for rule in changes.apply {
+            self.rules.insert(rule.name.clone(), rule);
+        }
+        if self.taint_rules.listing.is_none() {
+            self.engine.set_taint_rules(self.rules.values().cloned().collect());
         }
     }
 

@@ -181,3 +181,44 @@ fn a_list_is_applied_as_it_arrives() {
     feed.slice_event(Event::InitDone);
     assert_eq!(feed.engine.state(), full.state());
 }
+
+/// A NoSchedule rule on the pool of `node`.
+fn drain(node: &str) -> TaintRule {
+    TaintRule {
+        name: format!("drain-{node}"),
+        selector: Some(dra_allocator::TaintRuleSelector {
+            pool: Some(format!("gpus/{node}")),
+            ..Default::default()
+        }),
+        taint: k8s_openapi::api::resource::v1::DeviceTaint {
+            key: "example.com/maintenance".into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        },
+    }
+}
+
+#[test]
+fn taint_rules_reach_the_engine_once_listed_and_leave_it_when_deleted() {
+    let mut feed = EngineFeed::default();
+    let mut both = slices("n1", 1);
+    both.extend(slices("n2", 1));
+    initial_lists(&mut feed, &both, &[]);
+    feed.taint_rule_event(Event::Init);
+    feed.taint_rule_event(Event::InitApply(drain("n1")));
+    feed.taint_rule_event(Event::InitApply(drain("n2")));
+    feed.taint_rule_event(Event::InitDone);
+    let probe = claim("c", "gpu-physical", 1, 1);
+    assert_eq!(feed.engine.allocate(&probe, None).unwrap(), None, "both pools drained");
+    feed.taint_rule_event(Event::Delete(drain("n2")));
+    let allocation = feed.engine.allocate(&probe, None).unwrap().expect("n2 is open again");
+    let pools: Vec<String> = allocation
+        .devices
+        .unwrap()
+        .results
+        .into_iter()
+        .flatten()
+        .map(|r| r.pool)
+        .collect();
+    assert_eq!(pools, ["gpus/n2"]);
+}

@@ -42,6 +42,7 @@ pub mod releases;
 pub mod round_schedule;
 pub mod selection;
 pub mod stored_claims;
+pub mod taint_rule_watch;
 #[cfg(test)]
 mod test_objects;
 

@@ -19,6 +19,7 @@ use crate::memo::Memo;
 use crate::node_selection::NodeBinding;
 use crate::reach::Reach;
 use crate::request::claim_name;
+use crate::taint_rules::TaintRule;
 use crate::usage::Usage;
 
 /// The allocation engine. See the crate docs.
@@ -33,6 +34,8 @@ pub struct Allocator {
     pub(crate) memo: Memo,
     pub(crate) share_counter: u64,
     pub(crate) unsatisfiable_reason: Option<String>,
+    /// The admin DeviceTaintRules honoured (`set_taint_rules`).
+    pub(crate) taint_rules: Vec<TaintRule>,
     anonymous_commits: u64,
 }
 
@@ -49,6 +52,7 @@ impl Default for Allocator {
             memo: Memo::default(),
             share_counter: 0,
             unsatisfiable_reason: None,
+            taint_rules: Vec::new(),
             anonymous_commits: 0,
         }
     }
@@ -127,17 +131,29 @@ impl Allocator {
         self.answers.forget_slots(&changed);
         self.reach.update_pools(&self.inventory, &touched);
         self.inventory.collect(&touched);
+        if !self.taint_rules.is_empty() {
+            self.refresh_rule_hits();
+        }
     }
 
     /// Adds or replaces a DeviceClass (by name).
     pub fn apply_class(&mut self, class: &DeviceClass) {
         let name = class.metadata.name.clone().unwrap_or_default();
         Arc::make_mut(&mut self.classes).insert(name, class.clone());
-        self.memo.clear();
+        self.class_changed();
     }
 
     pub fn remove_class(&mut self, name: &str) {
         Arc::make_mut(&mut self.classes).remove(name);
+        self.class_changed();
+    }
+
+    /// A class changed: what was found with it goes, and so may the devices a 1.34 rule naming
+    /// a class selects.
+    fn class_changed(&mut self) {
+        if !self.taint_rules.is_empty() {
+            self.refresh_rule_hits();
+        }
         self.memo.clear();
     }
 

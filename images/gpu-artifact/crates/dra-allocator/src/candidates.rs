@@ -150,12 +150,25 @@ enum Origin<'a> {
     Claim(&'a str),
 }
 
+/// The CEL view of the device in `slot`.
 fn context(cel: &SelectorCache, inventory: &Inventory, slot: u32) -> Result<DeviceContext, CelError> {
+    let shared = inventory.device(slot).raw.kind.shared;
+    context_as(cel, inventory, slot, shared)
+}
+
+/// The CEL view of the device in `slot`, with `device.allowMultipleAllocations` as `shared` says
+/// (the ResourceSlice tracker leaves it unset, so false: see `taint_rule_hits`).
+pub(crate) fn context_as(
+    cel: &SelectorCache,
+    inventory: &Inventory,
+    slot: u32,
+    shared: bool,
+) -> Result<DeviceContext, CelError> {
     let device = inventory.device(slot);
     DeviceContext::from_parts(
         cel.env(),
         inventory.driver_of(slot),
-        device.raw.kind.shared,
+        shared,
         device
             .raw
             .attributes()

@@ -1,13 +1,14 @@
 //! Why a claim cannot be allocated, node by node, found by the same searches that allocate: for
 //! each request, the devices matching its class and selectors on the node; none (the node offers
 //! no device of the class), fewer than the count asks (a count no node can give), or enough that
-//! are all taken, naming the claims holding them or their cards' counters. The nodes nearest to
+//! are all taken, naming the claims holding them or their cards' counters, or all tainted, naming
+//! the taints (an admin's DeviceTaintRule by its name). The nodes nearest to
 //! serving the claim come first: most requests served alone, then most free matching devices.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{DeviceToleration, ResourceClaim};
 
 use crate::allocator::Allocator;
 use crate::memo::Outcome;
@@ -28,6 +29,9 @@ pub enum RequestProblem {
     },
     /// Matching devices exist but are taken, or their cards' counters are (by these claims).
     Taken { request: String, holders: Vec<String> },
+    /// Every matching device carries a taint the request does not tolerate: these admin
+    /// DeviceTaintRules (`DeviceTaintRule <name>`) or slice taints (`taint <key>=<value>:<effect>`).
+    Tainted { request: String, taints: Vec<String> },
 }
 
 impl std::fmt::Display for RequestProblem {
@@ -54,6 +58,13 @@ impl std::fmt::Display for RequestProblem {
                     f,
                     "request {request}: devices or their cards' counters taken by {}",
                     holders.join(", ")
+                )
+            }
+            RequestProblem::Tainted { request, taints } => {
+                write!(
+                    f,
+                    "request {request}: matching devices are tainted, not tolerated: {}",
+                    taints.join(", ")
                 )
             }
         }
@@ -158,6 +169,11 @@ impl Allocator {
                     });
                 } else if let Outcome::Found(..) = self.search_on(&name, std::slice::from_ref(request), &[], scope)? {
                     served_alone += 1;
+                } else if let Some(taints) = self.all_untolerated(&look.candidates, alternative.tolerations) {
+                    problems.push(RequestProblem::Tainted {
+                        request: request.name.to_owned(),
+                        taints,
+                    });
                 } else {
                     let mut names = BTreeSet::new();
                     for slot in &look.candidates {
@@ -185,6 +201,20 @@ impl Allocator {
             nodes: explained,
             count_beyond_every_node,
         }))
+    }
+
+    /// The taints keeping a request with `tolerations` off every one of `candidates`, or `None`
+    /// when one of them is tolerated.
+    fn all_untolerated(&self, candidates: &[u32], tolerations: &[DeviceToleration]) -> Option<Vec<String>> {
+        let mut taints = BTreeSet::new();
+        for slot in candidates {
+            let untolerated = self.inventory.untolerated(*slot, tolerations);
+            if untolerated.is_empty() {
+                return None;
+            }
+            taints.extend(untolerated);
+        }
+        Some(taints.into_iter().collect())
     }
 
     fn holders(&self) -> Holders {

@@ -65,6 +65,9 @@ pub(crate) struct Inventory {
     /// Device slots whose device was replaced or removed since the caller last took them.
     pub changed_slots: Vec<u32>,
     changes_since_prune: usize,
+    /// The admin DeviceTaintRules, and which of them select each device slot (`taint_rule_hits`).
+    pub taint_rules: Vec<crate::taint_rule_hits::AppliedRule>,
+    pub rule_hits: HashMap<u32, crate::taint_rules::RuleHits>,
 }
 
 /// Slice changes between two prunings of the shared copies (at least; more for big inventories).

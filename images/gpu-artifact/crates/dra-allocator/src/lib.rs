@@ -2,7 +2,8 @@
 //! `AllocationResult`s shaped as the kube-scheduler writes them out. Same semantics as the
 //! scheduler's structured allocator (CEL selectors, counters in the 1.34 and 1.35+ slice layouts,
 //! consumable capacity with request policies and `shareID`, `ExactCount`/`All`,
-//! `firstAvailable`, `matchAttribute`/`distinctAttribute`, admin access, taints, node selection),
+//! `firstAvailable`, `matchAttribute`/`distinctAttribute`, admin access, taints of slices and of
+//! admin DeviceTaintRules, node selection),
 //! plus the module's safety invariants and best fit instead of the first solution: fewest memory
 //! slices, least memory, and a request of several devices as close together as the node allows
 //! (one NVLink domain, PCIe root, NUMA node: `topology`).
@@ -52,6 +53,8 @@ mod scope;
 mod search;
 mod slice_record;
 mod state;
+mod taint_rule_hits;
+mod taint_rules;
 mod taints;
 mod topology;
 mod usage;
@@ -62,4 +65,5 @@ pub use error::AllocationError;
 pub use explain::{Explanation, NodeExplanation, RequestProblem};
 pub use inventory::{GPU_DRIVER, IgnoredPool, IgnoredSlice};
 pub use request::ALLOCATION_RESULTS_MAX_SIZE;
+pub use taint_rules::{TaintRule, TaintRuleSelector};
 pub use taints::{TaintFields, TolerationFields, tolerates_taint};

@@ -10,7 +10,6 @@ use crate::constraint::{Constraint, add_all};
 use crate::fast_hash::FastSet;
 use crate::inventory::Inventory;
 use crate::request::{ALLOCATION_RESULTS_MAX_SIZE, Request};
-use crate::taints::all_tolerated;
 use crate::usage::{Take, Usage};
 
 #[derive(Clone)]
@@ -150,9 +149,7 @@ impl<'s, 'a> Search<'s, 'a> {
         let device = self.inventory.device(index);
         let request = &self.requests[r];
         let alternative = &request.alternatives[a];
-        if let Some(taints) = device.raw.taints()
-            && !all_tolerated(taints, alternative.tolerations)
-        {
+        if !self.inventory.tolerated(index, alternative.tolerations) {
             return None;
         }
         // Within a claim a device that is not multi-allocatable serves one pick, admin or not (the

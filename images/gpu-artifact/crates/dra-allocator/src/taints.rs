@@ -1,8 +1,13 @@
 //! Device taints and request tolerations, as `resourceclaim.ToleratesTaint`: every taint of a
-//! device must be tolerated by some toleration of the request.
+//! device (its slice's and those of the admin DeviceTaintRules that select it) must be tolerated
+//! by some toleration of the request.
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use k8s_openapi::api::resource::v1::{DeviceTaint, DeviceToleration};
+
+use crate::inventory::Inventory;
+use crate::taint_rule_hits::AppliedRule;
+use crate::taint_rules::prevents_allocation;
 
 /// What a toleration says, in the fields device and Node tolerations share.
 pub struct TolerationFields<'a> {
@@ -70,8 +75,48 @@ fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
     tolerates_taint(toleration.into(), taint.into())
 }
 
-pub(crate) fn all_tolerated(taints: &[DeviceTaint], tolerations: &[DeviceToleration]) -> bool {
-    taints
-        .iter()
-        .all(|taint| tolerations.iter().any(|t| tolerates(t, taint)))
+/// Whether `taint` keeps a request with `tolerations` off its device.
+fn blocks(taint: &DeviceTaint, tolerations: &[DeviceToleration]) -> bool {
+    prevents_allocation(taint) && !tolerations.iter().any(|t| tolerates(t, taint))
+}
+
+impl Inventory {
+    /// Whether a request with `tolerations` may have the device in `slot`: every taint of its
+    /// slice and of the admin rules that select it is tolerated, and no rule that selects it
+    /// has a selector that does not compile.
+    pub(crate) fn tolerated(&self, slot: u32, tolerations: &[DeviceToleration]) -> bool {
+        let slice_taints = self.device(slot).raw.taints().unwrap_or_default();
+        if slice_taints.iter().any(|t| blocks(t, tolerations)) {
+            return false;
+        }
+        self.rules_of(slot)
+            .all(|rule| !rule.broken && !blocks(&rule.taint, tolerations))
+    }
+
+    /// What keeps a request with `tolerations` off the device in `slot`, as a user reads it:
+    /// `DeviceTaintRule <name>` for an admin rule, `taint <key>=<value>:<effect>` for its slice's.
+    pub(crate) fn untolerated(&self, slot: u32, tolerations: &[DeviceToleration]) -> Vec<String> {
+        let slice_taints = self.device(slot).raw.taints().unwrap_or_default();
+        let from_slice = slice_taints.iter().filter(|t| blocks(t, tolerations)).map(|t| {
+            format!(
+                "taint {}={}:{}",
+                t.key,
+                t.value.as_deref().unwrap_or_default(),
+                t.effect
+            )
+        });
+        let from_rules = self
+            .rules_of(slot)
+            .filter(|rule| rule.broken || blocks(&rule.taint, tolerations))
+            .map(|rule| format!("DeviceTaintRule {}", rule.name));
+        from_slice.chain(from_rules).collect()
+    }
+
+    fn rules_of(&self, slot: u32) -> impl Iterator<Item = &AppliedRule> {
+        self.rule_hits
+            .get(&slot)
+            .into_iter()
+            .flatten()
+            .map(|index| &self.taint_rules[*index as usize])
+    }
 }

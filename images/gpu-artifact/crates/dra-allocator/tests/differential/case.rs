@@ -23,6 +23,8 @@ pub struct Case {
     pub units: Vec<Unit>,
     pub allocated: Vec<Value>,
     pub claims: Vec<Value>,
+    /// Admin DeviceTaintRules, in the version the release serves (`taint_rules`).
+    pub taint_rules: Vec<Value>,
 }
 
 /// (driver, pool) of a slice.
@@ -84,7 +86,7 @@ impl Case {
     pub fn report(&self, failure: &str, classes: &[Value]) -> Value {
         json!({"version": self.version, "seed": self.seed, "failure": failure,
             "nodes": self.nodes(), "slices": self.slices(), "classes": classes,
-            "allocated": self.allocated, "claims": self.claims})
+            "allocated": self.allocated, "claims": self.claims, "taintRules": self.taint_rules})
     }
 }
 

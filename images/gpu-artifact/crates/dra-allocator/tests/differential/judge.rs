@@ -102,14 +102,15 @@ pub fn evaluate(
             label_selector: case.label_selector_pools(),
             selector: case.has_selector_pool(),
         });
-        tally.exercised.note_case(&case);
+        tally.exercised.note_case(&case, classes);
         let (slices, nodes) = (json!(case.slices()), json!(case.nodes()));
         let stream = ours::run(&case, classes);
         for (claim, step) in stream.steps.into_iter().enumerate() {
             let allocated = stream.allocated[..step.allocated_before].to_vec();
             let mut lines_of_step = 0;
             if let Ok(ours) = &step.outcome {
-                let query = json!({"slices": slices, "classes": classes, "allocated": allocated, "nodes": nodes, "claim": step.claim});
+                let query = json!({"slices": slices, "classes": classes, "allocated": allocated, "nodes": nodes,
+                    "claim": step.claim, "taintRules": case.taint_rules});
                 lines.push(query.to_string());
                 lines_of_step += 1;
                 if let Some(result) = ours {

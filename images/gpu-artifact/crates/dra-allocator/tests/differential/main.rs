@@ -3,7 +3,8 @@
 //! and claim streams (some with admin access); every allocation ours makes must be accepted by
 //! Go when the claim is pinned to exactly our devices and must not come from an invalid pool, and
 //! ours must find a solution whenever Go finds one (known differences are counted and reported,
-//! see `tally`). A failing case is shrunk to a minimal one, written to a JSON file under the
+//! see `tally`). Some cases carry admin DeviceTaintRules (`taint_rules`), applied on the Go side by
+//! upstream's ResourceSlice tracker. A failing case is shrunk to a minimal one, written to a JSON file under the
 //! temporary directory. `ALLOCATOR_DIFF_CASES` sets the number of claim streams (default 1000).
 //!
 //! The same cases also drive the incremental check (`incremental`): the engine kept up to date
@@ -17,6 +18,7 @@ mod inventory;
 mod judge;
 mod ours;
 mod shrink;
+mod taint_rules;
 mod tally;
 
 use allocator_workloads::{Rng, classes};
@@ -33,15 +35,20 @@ fn generate(version: &'static str, seed: u64) -> Case {
     let taints = split_layout;
     let mut rng = Rng::new(seed);
     let units = inventory::units(&mut rng, split_layout, taints);
-    let claims = (0..(1 + rng.below(6)))
+    let mut claims: Vec<Value> = (0..(1 + rng.below(6)))
         .map(|i| claim(&mut rng, &format!("c{i}"), taints))
         .collect();
+    let taint_rules = taint_rules::rules(&mut rng, version, &units);
+    if !taint_rules.is_empty() {
+        claims.iter_mut().for_each(|c| taint_rules::tolerate_some(&mut rng, c));
+    }
     Case {
         version,
         seed,
         units,
         allocated: Vec::new(),
         claims,
+        taint_rules,
     }
 }
 
@@ -110,8 +117,8 @@ fn run_version(version: &'static str, cases: u64, base_seed: u64) {
     assert!(tally.both > 0, "no claim was allocated by both engines");
     let e = &tally.exercised;
     assert!(
-        cases < 200 || (e.admin_ours > 0 && e.selector_ours > 0 && e.invalid_pool_cases > 0),
-        "the generator stopped exercising admin access, node-selector pools or invalid pools: {tally}"
+        cases < 200 || (e.admin_ours > 0 && e.selector_ours > 0 && e.invalid_pool_cases > 0 && e.rule_steps_differ > 0),
+        "the generator stopped exercising admin access, node-selector pools, invalid pools or taint rules: {tally}"
     );
 }
 

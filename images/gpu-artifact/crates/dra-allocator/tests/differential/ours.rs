@@ -31,6 +31,7 @@ pub fn run(case: &Case, classes: &[Value]) -> Stream {
     let classes: Vec<DeviceClass> = classes.iter().map(from).collect();
     let preallocated: Vec<ResourceClaim> = case.allocated.iter().map(from).collect();
     let mut allocator = Allocator::new(&slices, &classes, &preallocated);
+    allocator.set_taint_rules(crate::taint_rules::ours(case.version, &case.taint_rules));
     let mut allocated = case.allocated.clone();
     let mut steps = Vec::new();
     for claim_json in &case.claims {

@@ -42,6 +42,9 @@ pub struct Exercised {
     pub selector_ours: u64,
     pub selector_go: u64,
     pub invalid_pool_cases: u64,
+    pub rule_cases: u64,
+    /// Rule cases whose first claim ours allocates differently without the rules.
+    pub rule_steps_differ: u64,
 }
 
 impl Tally {
@@ -68,7 +71,8 @@ impl std::fmt::Display for Tally {
             "both {}, neither {}, only ours {}, only Go but unsafe {}, Go panicked {}, Go v0.34 capacity-index bug {}, \
              Go v0.34 distinct-by-pointer bug {}, Go error on an invalid pool {} (ours found one elsewhere {}), Go joined a label selector with a node {}; \
              exercised: admin-access claims {} (ours allocated {}, Go {}), cases with a node-selector pool {} \
-             ({} claims; ours used it {}, Go {}), cases with an invalid pool {}",
+             ({} claims; ours used it {}, Go {}), cases with an invalid pool {}, cases with DeviceTaintRules {} \
+             (the rules changed the first claim's allocation in {})",
             self.both,
             self.neither,
             self.ours_only,
@@ -87,6 +91,8 @@ impl std::fmt::Display for Tally {
             e.selector_ours,
             e.selector_go,
             e.invalid_pool_cases,
+            e.rule_cases,
+            e.rule_steps_differ,
         )
     }
 }
@@ -96,9 +102,11 @@ fn uses_selector_pool(pools: impl Iterator<Item = String>) -> bool {
 }
 
 impl Exercised {
-    pub fn note_case(&mut self, case: &Case) {
+    pub fn note_case(&mut self, case: &Case, classes: &[Value]) {
         self.selector_pool_cases += u64::from(case.has_selector_pool());
         self.invalid_pool_cases += u64::from(!case.invalid_pools().is_empty());
+        self.rule_cases += u64::from(!case.taint_rules.is_empty());
+        self.rule_steps_differ += u64::from(crate::taint_rules::change_the_first_claim(case, classes));
     }
 
     pub fn note_step(

@@ -130,7 +130,7 @@ pub fn handler_rules() -> Vec<PolicyRule> {
     ]
 }
 
-/// What gpu-dra-controller may do: read claims, slices, classes and Pods; add the scheduler's
+/// What gpu-dra-controller may do: read claims, slices, classes, admin DeviceTaintRules and Pods; add the scheduler's
 /// finalizer to claims and write their allocations; remove its scheduling gate from Pods; evict
 /// Pods for priority preemption (the Eviction API only); record Events (its Lease: [`lease_rules`]).
 pub fn dra_controller_rules() -> Vec<PolicyRule> {
@@ -147,6 +147,7 @@ pub fn dra_controller_rules() -> Vec<PolicyRule> {
             &["resourceslices", "deviceclasses"],
             &["get", "list", "watch"],
         ),
+        rule("resource.k8s.io", &["devicetaintrules"], &["get", "list", "watch"]),
         rule("resource.k8s.io", &["resourceclaimtemplates"], &["get"]),
         rule("", &["pods"], &["get", "list", "watch", "patch"]),
         rule("", &["pods/eviction"], &["create"]),
