@@ -184,6 +184,9 @@ pub(crate) struct Kind {
     pub shared: bool,
     pub has_binding_conditions: bool,
     pub is_mig: bool,
+    /// Whether its own attributes say where it sits (see `topology`): rare, a card's offers share
+    /// their place in its common attributes. A function of `own`, so not part of its identity.
+    pub places_itself: bool,
 }
 
 /// A kind's parts by address, and its numbers and flags.

@@ -172,6 +172,7 @@ fn device_of(
     let is_mig = attributes.iter().any(|(name, value)| {
         (name == "deviceType" || name == "gpu.deckhouse.io/deviceType") && value.as_str() == Some("MIG")
     });
+    let places_itself = crate::topology::publishes_a_place(&own);
     let kind = Kind {
         name: tables.strings.str(&device.name),
         taints: device
@@ -186,6 +187,7 @@ fn device_of(
         shared: device.allow_multiple_allocations == Some(true),
         has_binding_conditions: device.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()),
         is_mig,
+        places_itself,
     };
     let placement = match shared_binding {
         Some(shared) if **shared == binding => Arc::clone(shared_placement.get_or_insert_with(|| {

@@ -43,32 +43,26 @@ pub(crate) fn place(raw: &RawDevice) -> Place<'_> {
     }
 }
 
-/// Reads the places of one request's candidates, each attribute list once: the offers of a card
-/// share its list (`common`), and most kinds of offer publish no place of their own, so a node's
-/// hundreds of offers come down to its few cards (the per-offer lookups were most of what
-/// topology added to a claim of two devices).
+/// Whether an attribute list publishes a part of a place.
+pub(crate) fn publishes_a_place(list: &AttrList) -> bool {
+    [NVLINK_DOMAIN, PCIE_ROOT, NUMA_NODE]
+        .iter()
+        .any(|name| list.get(name).is_some())
+}
+
+/// Reads the places of one request's candidates, each card's once: the offers of a card share its
+/// attribute list (`common`), and a kind of offer that publishes a place of its own is marked when
+/// its slice is read, so a node's hundreds of offers come down to its few cards (the per-offer
+/// lookups were most of what topology added to a claim of two devices).
 #[derive(Default)]
 pub(crate) struct PlaceReader<'a> {
-    /// Own attribute lists, by address, and whether they publish a part of a place.
-    owns: Vec<(*const AttrList, bool)>,
     /// Card attribute lists, by address, and the place they give.
     commons: Vec<(*const AttrList, Place<'a>)>,
 }
 
 impl<'a> PlaceReader<'a> {
     pub(crate) fn place(&mut self, raw: &'a RawDevice) -> Place<'a> {
-        let own: &'a AttrList = &raw.kind.own;
-        let own_places = match self.owns.iter().find(|(list, _)| std::ptr::eq(*list, own)) {
-            Some((_, places)) => *places,
-            None => {
-                let places = [NVLINK_DOMAIN, PCIE_ROOT, NUMA_NODE]
-                    .iter()
-                    .any(|name| own.get(name).is_some());
-                self.owns.push((own, places));
-                places
-            }
-        };
-        if own_places {
+        if raw.kind.places_itself {
             return place(raw);
         }
         let common: &'a AttrList = &raw.placement.common;
