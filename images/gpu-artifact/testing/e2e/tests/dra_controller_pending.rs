@@ -40,23 +40,6 @@ fn claim(name: &str, class: &str, count: Option<i64>) -> ResourceClaim {
     .unwrap()
 }
 
-/// Creates `claim` and a Pod with our gate, not pinned to a node, that waits for it
-/// (`<claim>-user`): a claim no Pod waits for is not the controller's to allocate.
-async fn waited_for(ns: &TestNamespace, claim: ResourceClaim) {
-    let name = claim.name_any();
-    create(&ns.api::<ResourceClaim>(), &claim).await;
-    let uses = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
-                      "schedulingGates": [{"name": SCHEDULING_GATE}]});
-    let mut user = pod(
-        &format!("{name}-user"),
-        "any",
-        json!({"claims": [{"name": "gpu"}]}),
-        uses,
-    );
-    user.spec.as_mut().unwrap().node_selector = None;
-    create(&ns.api::<Pod>(), &user).await;
-}
-
 /// The part of a CannotAllocate note about `node` (parts are separated by "; ").
 fn about_node<'n>(note: &'n str, node: &str) -> Option<&'n str> {
     let note = note.strip_prefix("cannot allocate: ").unwrap_or(note);
@@ -107,7 +90,7 @@ async fn pending_claims_say_why_node_by_node() {
     let (controller, _) = start_dra_controller(&ns, &ws).await;
     let claims = ns.api::<ResourceClaim>();
     // The whole card, taken by `holder` (the only card with counters: `migoff` is not published yet).
-    waited_for(&ns, claim("holder", &physical, None)).await;
+    gated_pod_waiting_for(&ns, claim("holder", &physical, None)).await;
     let pool = format!("gpus/{}", card.name());
     let is_on = |device: &'static str, pool: String| {
         move |c: &ResourceClaim| allocated_devices(c) == vec![(pool.clone(), device.to_owned())]
@@ -118,7 +101,7 @@ async fn pending_claims_say_why_node_by_node() {
     create(&slices, &slice(&ns, "migoff", migoff.name(), 1, migoff_card)).await;
 
     // The card's counters taken, naming the claim; MIG off by label; DriverReady False.
-    waited_for(&ns, claim("mig-waits", &mig, None)).await;
+    gated_pod_waiting_for(&ns, claim("mig-waits", &mig, None)).await;
     let holder = format!("{}/holder", ns.name());
     let mig_off = format!("no device of class {mig} (MIG is off on this node: gpu.deckhouse.io/allow-mig=false)");
     let not_ready = format!("offers no devices, its GPUs are not DriverReady ({notready_gpu})");
@@ -130,7 +113,7 @@ async fn pending_claims_say_why_node_by_node() {
     .await;
 
     // No device of the class on any node.
-    waited_for(&ns, claim("no-device", &vgpu, None)).await;
+    gated_pod_waiting_for(&ns, claim("no-device", &vgpu, None)).await;
     event_whose_note(&ns, "no-device", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         let none = format!("request gpu: no device of class {vgpu}");
         has(note, card.name(), &none) && has(note, migoff.name(), &none) && !note.contains("MIG is off")
@@ -138,7 +121,7 @@ async fn pending_claims_say_why_node_by_node() {
     .await;
 
     // A count larger than any node can give.
-    waited_for(&ns, claim("three-cards", &physical, Some(3))).await;
+    gated_pod_waiting_for(&ns, claim("three-cards", &physical, Some(3))).await;
     event_whose_note(&ns, "three-cards", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         note.contains("request gpu asks for 3 devices, more than any node can give (at most 1 match on one node)")
             && has(note, migoff.name(), "asks for 3 devices, the node has 1 that match")
@@ -146,7 +129,7 @@ async fn pending_claims_say_why_node_by_node() {
     .await;
 
     // The class's CEL error.
-    waited_for(&ns, claim("broken-class", &broken, None)).await;
+    gated_pod_waiting_for(&ns, claim("broken-class", &broken, None)).await;
     event_whose_note(&ns, "broken-class", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         note.contains(&format!("class {broken}: selector #0")) && note.contains("noSuchAttribute")
     })

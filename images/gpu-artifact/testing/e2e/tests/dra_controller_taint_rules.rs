@@ -9,8 +9,6 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use claim_allocation::selection::SCHEDULING_GATE;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind};
 use kube::{Api, ResourceExt};
@@ -29,17 +27,7 @@ async fn waited_for(ns: &TestNamespace, name: &str, class: &str) {
         "kind": "ResourceClaim", "metadata": {"name": name},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class}}]}}}))
     .unwrap();
-    create(&ns.api::<ResourceClaim>(), &claim).await;
-    let uses = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
-                      "schedulingGates": [{"name": SCHEDULING_GATE}]});
-    let mut user = pod(
-        &format!("{name}-user"),
-        "any",
-        json!({"claims": [{"name": "gpu"}]}),
-        uses,
-    );
-    user.spec.as_mut().unwrap().node_selector = None;
-    create(&ns.api::<Pod>(), &user).await;
+    gated_pod_waiting_for(ns, claim).await;
 }
 
 /// The DeviceTaintRule API of the served version: v1 where it exists (1.37), else v1alpha3.

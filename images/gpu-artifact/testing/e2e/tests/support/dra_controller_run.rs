@@ -154,3 +154,20 @@ pub async fn lifted_note(ns: &TestNamespace, pod: &str) -> String {
     .await
     .unwrap()
 }
+
+/// Creates `claim` and a Pod with our gate, not pinned to a node, that waits for it
+/// (`<claim>-user`): a claim no Pod waits for is not the controller's to allocate.
+pub async fn gated_pod_waiting_for(ns: &TestNamespace, claim: ResourceClaim) {
+    let name = claim.metadata.name.clone().expect("a named claim");
+    super::create(&ns.api::<ResourceClaim>(), &claim).await;
+    let uses = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
+                      "schedulingGates": [{"name": claim_allocation::selection::SCHEDULING_GATE}]});
+    let mut user = super::pod(
+        &format!("{name}-user"),
+        "any",
+        json!({"claims": [{"name": "gpu"}]}),
+        uses,
+    );
+    user.spec.as_mut().expect("a Pod spec").node_selector = None;
+    super::create(&ns.api::<k8s_openapi::api::core::v1::Pod>(), &user).await;
+}
