@@ -80,13 +80,18 @@ async fn an_admins_noschedule_rule_keeps_gated_pods_off_the_card_and_is_named() 
     let bound = bound_pod(&ns, "first-user").await;
     assert_eq!(bound.spec.unwrap().node_name.as_deref(), Some(open.name()));
 
-    // The only free card is tainted: the reason names the rule on that node.
+    // The only free card is tainted: the claim's reason names the rule on that node.
     waited_for(&ns, "second", &physical).await;
     let named = format!("not tolerated: DeviceTaintRule {rule_name}");
     let node_part = format!("node {}: ", drained.name());
     let event = event_whose_note(&ns, "second", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
         note.split("; ")
             .any(|part| part.contains(&node_part) && part.contains(&named))
+    })
+    .await;
+    // The Pod that waits says so too, in its own CannotAllocate Event.
+    event_whose_note(&ns, "second-user", "CannotAllocate", WITHIN_TWO_EXPLANATIONS, |note| {
+        note.contains(&node_part) && note.contains(&named)
     })
     .await;
     let stored = claims.get("second").await.unwrap();
