@@ -21,14 +21,19 @@ const MPS_DIR: &str = "/var/lib/kubelet/plugins/gpu.deckhouse.io/mps";
 /// The refusal a second namespace's MPS claim gets (checks::shares in node-prepare).
 const OTHER_NAMESPACE: &str = "another namespace's MPS clients use card";
 
-/// A claim in `namespace` of `percent` of the card with `uuid`, through MPS.
-async fn share_of_card(client: &Client, namespace: &str, name: &str, uuid: &str, percent: u32) {
+/// A `FirstFit` MPS class for tenant B's share: its Pod is not gated, so the kube-scheduler allocates
+/// the card and the node's refusal is what keeps the tenants apart (gpu-dra-controller keeps such a
+/// claim off the card, and its Pod would wait, not be refused).
+const SCHEDULER_MPS_CLASS: &str = "rn-mps-tenants-first-fit";
+
+/// A claim in `namespace` of `percent` of the card with `uuid`, through MPS, of `class`.
+async fn share_of_card(client: &Client, namespace: &str, name: &str, class: &str, uuid: &str, percent: u32) {
     let selector = format!("device.attributes[\"gpu.deckhouse.io\"].uuid == \"{uuid}\"");
     apply(
         client,
         &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-mps",
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class,
             "selectors": [{"cel": {"expression": selector}}],
             "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": percent.to_string()}}}}]}}}),
     )
@@ -113,7 +118,7 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
     );
 
     // The node goes on preparing: another claim of tenant A on the same card, which sees A's files.
-    share_of_card(&client, &tenant_a, "a2", &uuid, 25).await;
+    share_of_card(&client, &tenant_a, "a2", "gpu-mps", &uuid, 25).await;
     let out = run_to_end(
         &client,
         &tenant_a,
@@ -125,8 +130,15 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
         "one namespace's clients share the card's shm: {out}"
     );
 
-    // Tenant B's share of the same card is refused while A's clients use it, without naming A.
-    share_of_card(&client, &tenant_b, "b", &uuid, 25).await;
+    // Tenant B's share of the same card, allocated by the kube-scheduler, is refused by the node while
+    // A's clients use it, without naming A.
+    let first_fit = json!({"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "GPUClass",
+        "metadata": {"name": SCHEDULER_MPS_CLASS},
+        "spec": {"vendor": "Nvidia", "deviceType": "Physical", "sharing": {"strategy": "MPS"},
+            "allocationPolicy": "FirstFit"}});
+    apply(&client, &first_fit).await;
+    wait_device_class(&client, SCHEDULER_MPS_CLASS).await;
+    share_of_card(&client, &tenant_b, "b", SCHEDULER_MPS_CLASS, &uuid, 25).await;
     let script = "echo '## shm'; ls /dev/shm; echo '## pipe'; ls -l /tmp/nvidia-mps; echo '## end'";
     create_pod(&client, &tenant_b, &workload_pod("b", script, &[("gpu", "b")], &[])).await;
     let events = Api::<Event>::namespaced(client.clone(), &tenant_b);
@@ -173,6 +185,7 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
     // After the last claim the card's directory and its tmpfs are gone from the node.
     delete_namespace(&client, &tenant_a).await;
     delete_namespace(&client, &tenant_b).await;
+    delete_object(&client, &first_fit).await;
     wait_until("the cards' MPS directories and tmpfs gone", POD_DONE, || async move {
         let cards = node.files().list(MPS_DIR)?;
         let mounts = mps_mounts(node);
