@@ -137,6 +137,8 @@ pub fn lean_pod(pod: &mut Pod) {
         phase: status.phase,
         conditions,
         start_time: status.start_time,
+        // A preemptor's hold, read back by a new leader (`Preemptions::adopt`).
+        nominated_node_name: status.nominated_node_name,
         ..PodStatus::default()
     });
 }

@@ -137,6 +137,11 @@ impl Round<'_> {
             .collect();
         self.memory.preemption.prune(&gated_uids, std::time::Instant::now());
         drop(gated_uids);
+        for gated in &work.gated {
+            self.memory
+                .preemption
+                .adopt(&gated.pod, &snapshot.pods, &snapshot.claims);
+        }
         snapshot.claims.retain(|claim| claim.allocated().is_some());
         let snapshot = &snapshot;
         let mut newly = NewlyAllocated::default();

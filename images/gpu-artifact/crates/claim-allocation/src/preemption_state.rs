@@ -10,13 +10,14 @@
 //! (KEP-5690).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use crate::preemption_search::Holder;
-use crate::stored_claims::AllocatedClaim;
+use crate::stored_claims::{AllocatedClaim, StoredClaim};
 
 /// How long a Pod the Eviction API refused (a PodDisruptionBudget) is passed over; the API server
 /// asks to retry a refused eviction after 10 seconds (`createTooManyRequestsError`).
@@ -90,6 +91,40 @@ impl Preemptions {
         self.nominations.get(pod).is_some_and(|n| {
             n.victims.iter().any(|v| pods.contains(v.as_str())) || n.claims.iter().any(|c| allocated.contains(c))
         })
+    }
+
+    /// Reads back the nomination `pod` carries (`status.nominatedNodeName`) when this process did
+    /// not make it: a leader that took over from the one that evicted its victims. Without it the
+    /// new leader searches again while the victims terminate, evicts them (or others) a second time
+    /// and counts a second preemption, and holds the node for no one. As upstream's
+    /// `PodEligibleToPreemptOthers` (pkg/scheduler/framework/plugins/defaultpreemption), the
+    /// victims are the Pods of lower priority on the nominated node that are terminating; the
+    /// claims are the allocated ones they reserve.
+    pub fn adopt(&mut self, pod: &Pod, pods: &[Arc<Pod>], claims: &[StoredClaim]) {
+        let uid = pod.uid().unwrap_or_default();
+        let nominated = pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref());
+        let Some(node) = nominated.filter(|_| !self.nominations.contains_key(&uid)) else {
+            return;
+        };
+        let victims: BTreeSet<String> = pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_some() && priority(p) < priority(pod))
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+            .filter_map(|p| p.metadata.uid.clone())
+            .collect();
+        let claims = claims
+            .iter()
+            .filter_map(StoredClaim::allocated)
+            .filter(|c| c.reservers.iter().any(|r| victims.contains(&**r)))
+            .map(|c| allocated_id(c))
+            .collect();
+        let nomination = Nomination {
+            node: node.to_owned(),
+            priority: priority(pod),
+            victims,
+            claims,
+        };
+        self.nominations.insert(uid, nomination);
     }
 
     pub fn nominate(&mut self, pod: &str, nomination: Nomination) {

@@ -151,7 +151,7 @@ async fn gated_pods_preempt_lower_priority_gpu_holders() {
     kubelet_removes(&ns, &victims).await;
     bound_pod(&ns, "trainer-2").await;
     assert_eq!(card_of(&ns, "trainer-2").await, "gpu1");
-    let counted = preemptions_counted(port).await;
+    let counted = preemptions_counted(port, 2).await;
     assert!(
         counted.contains(r#"gpu_dra_preemptions_total{outcome="evicted"} 2"#),
         "{counted}"

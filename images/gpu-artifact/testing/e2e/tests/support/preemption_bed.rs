@@ -137,24 +137,35 @@ pub async fn one_event(ns: &TestNamespace, object: &str, reason: &str) -> String
     event.note.unwrap_or_default()
 }
 
-/// The `gpu_dra_preemptions_total` lines of the controller's `/metrics` on `port`, once two
-/// preemptions evicted their victims.
-pub async fn preemptions_counted(port: u16) -> String {
-    wait_until("two preemptions counted in /metrics", WAIT, || async {
-        let out = std::process::Command::new("curl")
-            .args(["-fsS", "--max-time", "2", &format!("http://127.0.0.1:{port}/metrics")])
-            .output()?;
-        let body = String::from_utf8(out.stdout)?;
-        let lines: Vec<&str> = body
-            .lines()
-            .filter(|l| l.starts_with("gpu_dra_preemptions_total"))
-            .collect();
-        Ok(if lines.iter().any(|l| l.ends_with(r#"{outcome="evicted"} 2"#)) {
-            Progress::Done(lines.join("\n"))
-        } else {
-            Progress::Pending(format!("{lines:?}"))
-        })
-    })
+/// The `gpu_dra_preemptions_total` lines of the controller's `/metrics` on `port` now.
+pub fn preemption_lines(port: u16) -> anyhow::Result<Vec<String>> {
+    let out = std::process::Command::new("curl")
+        .args(["-fsS", "--max-time", "2", &format!("http://127.0.0.1:{port}/metrics")])
+        .output()?;
+    let body = String::from_utf8(out.stdout)?;
+    Ok(body
+        .lines()
+        .filter(|l| l.starts_with("gpu_dra_preemptions_total"))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The `gpu_dra_preemptions_total` lines of the controller's `/metrics` on `port`, once
+/// `evictions` preemptions evicted their victims.
+pub async fn preemptions_counted(port: u16, evictions: u32) -> String {
+    let done = format!(r#"{{outcome="evicted"}} {evictions}"#);
+    wait_until(
+        &format!("{evictions} preemptions counted in /metrics"),
+        WAIT,
+        || async {
+            let lines = preemption_lines(port)?;
+            Ok(if lines.iter().any(|l| l.ends_with(&done)) {
+                Progress::Done(lines.join("\n"))
+            } else {
+                Progress::Pending(format!("{lines:?}"))
+            })
+        },
+    )
     .await
     .unwrap()
 }
