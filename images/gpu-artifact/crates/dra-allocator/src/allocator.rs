@@ -11,7 +11,6 @@ use dra_cel::SelectorCache;
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
 
 use crate::audit::{InvariantViolation, audit};
-use crate::candidates::SelectorAnswers;
 use crate::device::AttrValue;
 use crate::holdings::Holdings;
 use crate::inventory::{IgnoredPool, IgnoredSlice, Inventory, PoolKey};
@@ -19,6 +18,7 @@ use crate::memo::Memo;
 use crate::node_selection::NodeBinding;
 use crate::reach::Reach;
 use crate::request::claim_name;
+use crate::selector_answers::SelectorAnswers;
 use crate::taint_rules::TaintRule;
 use crate::usage::Usage;
 

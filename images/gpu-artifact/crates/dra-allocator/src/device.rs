@@ -76,14 +76,14 @@ impl AttrList {
             .map(|i| &self.0[i].1)
     }
 
-    fn get_qualified(&self, domain: &str, id: &str) -> Option<&AttrValue> {
+    pub(crate) fn get_qualified(&self, domain: &str, id: &str) -> Option<&AttrValue> {
         self.0
             .binary_search_by(|attr| cmp_qualified(&attr.0, domain, id))
             .ok()
             .map(|i| &self.0[i].1)
     }
 
-    fn has_domain(&self, domain: &str) -> bool {
+    pub(crate) fn has_domain(&self, domain: &str) -> bool {
         self.0
             .iter()
             .any(|attr| attr.0.split_once('/').is_some_and(|(d, _)| d == domain))

@@ -51,6 +51,8 @@ mod request;
 mod result;
 mod scope;
 mod search;
+mod selector_answers;
+mod selector_parts;
 mod slice_record;
 mod state;
 mod taint_rule_hits;
