@@ -5,7 +5,7 @@
 //! of mixed claims (Physical and MIG of every size, some for two devices) and a stream of MIG
 //! claims of mixed sizes for packing. The same seed gives the same workload, in either layout.
 
-use crate::{DRIVER, H100_SXM5_80GB, NodeShape, PIN_ATTRIBUTE, Rng, classes, node_slices};
+use crate::{DRIVER, H100_SXM5_80GB, NodeShape, Rng, classes, node_slices, unpinned};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
@@ -31,13 +31,7 @@ impl Inventory {
     /// differential reads (see `pinning`) and which, one unique string per device, a memory
     /// benchmark would count as if the module's slices carried it.
     pub fn as_published(mut self) -> Inventory {
-        for slice in &mut self.slices_json {
-            for device in slice["spec"]["devices"].as_array_mut().into_iter().flatten() {
-                if let Some(attributes) = device["attributes"].as_object_mut() {
-                    attributes.remove(PIN_ATTRIBUTE);
-                }
-            }
-        }
+        self.slices_json = self.slices_json.into_iter().map(unpinned).collect();
         self.slices = self.slices_json.iter().map(typed).collect();
         self
     }
@@ -153,6 +147,7 @@ pub fn mig_claims(seed: u64, count: usize) -> ClaimStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PIN_ATTRIBUTE;
 
     fn attribute_names(inventory: &Inventory) -> Vec<Vec<String>> {
         let devices = inventory.slices.iter().flat_map(|s| s.spec.devices.iter().flatten());

@@ -13,7 +13,7 @@ mod pinning;
 pub use go_harness::{GoHarness, harness_binary};
 pub use gpu_models::{A30, A100_SXM4_40GB, A100_SXM4_80GB, GpuModel, H100_SXM5_80GB, MigProfile};
 pub use node_slices::{DRIVER, NodeShape, PIN_ATTRIBUTE, classes, node_slices};
-pub use pinning::{DeviceSet, device_set, node_of, pinned_claim};
+pub use pinning::{DeviceSet, device_set, node_of, pinned_claim, unpinned};
 
 /// SplitMix64: small, seedable, good enough to explore; the same seed gives the same workload.
 pub struct Rng(u64);

@@ -10,6 +10,18 @@ use serde_json::{Value, json};
 /// (request, pool, device, consumed capacity as exact decimals), sorted.
 pub type DeviceSet = Vec<(String, String, String, Option<BTreeMap<String, String>>)>;
 
+/// `slice` (as JSON) as gpu-handler would publish it: without the pinning attribute, which only
+/// Go's judgement reads. One unique string per device, it would also make every device a kind of
+/// its own in our engine, which production slices do not (see dra-allocator's `selector_parts`).
+pub fn unpinned(mut slice: Value) -> Value {
+    for device in slice["spec"]["devices"].as_array_mut().into_iter().flatten() {
+        if let Some(attributes) = device["attributes"].as_object_mut() {
+            attributes.remove(crate::PIN_ATTRIBUTE);
+        }
+    }
+    slice
+}
+
 /// The claim (as JSON) with each request pinned to the devices of `result`.
 pub fn pinned_claim(claim: &Value, result: &AllocationResult) -> Value {
     let mut by_request: BTreeMap<String, Vec<String>> = BTreeMap::new();

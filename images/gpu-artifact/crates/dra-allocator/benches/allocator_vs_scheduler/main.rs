@@ -26,8 +26,10 @@
 //! the loaded engine (a node republishing its slices, a claim arriving or going), beside the
 //! one-off build from scratch that the controller no longer does per round.
 //!
-//! Every allocation ours makes is replayed under Go, pinned to our devices on our node over the
-//! state of our earlier allocations; the benchmark fails if Go rejects one.
+//! Both engines are timed on the slices as gpu-handler publishes them. Every allocation ours makes
+//! is then replayed under Go, pinned to our devices on our node (through an attribute only the
+//! replay's copy of the slices carries) over the state of our earlier allocations; the benchmark
+//! fails if Go rejects one.
 //! `ALLOCATOR_BENCH_NODES` and `ALLOCATOR_BENCH_CLAIMS` shrink the first workload for a quick run;
 //! `ALLOCATOR_BENCH_OURS_ONLY` stops after our engine's runs (for profiling it).
 
@@ -80,7 +82,10 @@ fn compare(layout: &'static str, version: &'static str, split_layout: bool, with
     let nodes = setting("ALLOCATOR_BENCH_NODES", 1_000);
     let claims = setting("ALLOCATOR_BENCH_CLAIMS", 10_000);
     eprintln!("allocator bench {layout} / v{version}: {nodes} nodes x 8 GPUs, {claims} claims");
-    let inventory = workload::inventory(INVENTORY_SEED, nodes, split_layout);
+    // Both engines are timed on the slices as gpu-handler publishes them; the pinning attribute
+    // (one unique string per device, which also gives every device a kind of its own in ours) is
+    // loaded into Go only to replay our allocations.
+    let inventory = workload::inventory(INVENTORY_SEED, nodes, split_layout).as_published();
     let mixed = workload::mixed_claims(MIXED_CLAIMS_SEED, claims);
     let (ours, placements, ours_setup) = run_ours(&inventory, &mixed, NodeOrder::Rotating, false);
     eprintln!(
@@ -100,12 +105,15 @@ fn compare(layout: &'static str, version: &'static str, split_layout: bool, with
     if std::env::var_os("GOMAXPROCS").is_none() {
         go.env.push(("GOMAXPROCS".to_owned(), "1".to_owned()));
     }
+    let pinnable = workload::inventory(INVENTORY_SEED, nodes, split_layout);
     let answers = go.run(&[
         go_engine::load(&inventory),
         go_engine::bench(&mixed, NodeOrder::Rotating, false),
+        go_engine::load(&pinnable),
         go_engine::replay(&mixed, &placements),
     ]);
-    let mut validated = go_engine::check_replay(version, &mixed, &placements, &answers[2]);
+    drop(pinnable);
+    let mut validated = go_engine::check_replay(version, &mixed, &placements, &answers[3]);
     let packing = with_packing.then(|| {
         eprintln!("allocator bench {layout}: packing");
         let (ours, go, checked) = packing(&go, split_layout);

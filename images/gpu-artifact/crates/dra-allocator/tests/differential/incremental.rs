@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use allocator_workloads::{Rng, device_set};
+use allocator_workloads::{Rng, device_set, unpinned};
 use dra_allocator::Allocator;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
@@ -69,7 +69,7 @@ pub fn run_stream(case: &Case, classes: &[Value], seed: u64) -> Result<usize, St
     let mut rng = Rng::new(seed);
     let mut world = World::default();
     let mut engine = Allocator::default();
-    let mut pending: Vec<Value> = case.slices();
+    let mut pending: Vec<Value> = case.slices().into_iter().map(unpinned).collect();
     let mut removed: Vec<Value> = Vec::new();
     let mut stream = case.claims.iter();
     let mut events = 0;

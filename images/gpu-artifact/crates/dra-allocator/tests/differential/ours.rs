@@ -2,6 +2,7 @@
 //! allocated claims, every claim of the stream allocated without a node, every result committed
 //! and added to the allocated claims the next step (and Go) sees.
 
+use allocator_workloads::unpinned;
 use dra_allocator::Allocator;
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
@@ -27,7 +28,8 @@ pub struct Stream {
 }
 
 pub fn run(case: &Case, classes: &[Value]) -> Stream {
-    let slices: Vec<ResourceSlice> = case.slices().iter().map(from).collect();
+    // As published: Go alone needs the pinning attribute, to judge ours.
+    let slices: Vec<ResourceSlice> = case.slices().into_iter().map(|s| from(&unpinned(s))).collect();
     let classes: Vec<DeviceClass> = classes.iter().map(from).collect();
     let preallocated: Vec<ResourceClaim> = case.allocated.iter().map(from).collect();
     let mut allocator = Allocator::new(&slices, &classes, &preallocated);
