@@ -160,31 +160,33 @@ pub fn resolve_devices(
 
 type Consumed = std::collections::BTreeMap<String, Quantity>;
 
-/// What a share consumed of capacity `name`: the scheduler writes the qualified name
+/// What a share consumed of capacity `qualified`: the scheduler writes the qualified name
 /// (`gpu.deckhouse.io/<name>`); an unqualified one means our driver's domain too.
-fn consumed<'a>(consumed: Option<&'a Consumed>, name: &str) -> Option<&'a Quantity> {
+fn consumed<'a>(consumed: Option<&'a Consumed>, qualified: &str) -> Option<&'a Quantity> {
     let consumed = consumed?;
-    consumed
-        .get(&format!("{}/{name}", gpu_api::DRIVER_NAME))
-        .or_else(|| consumed.get(name))
+    let unqualified = qualified.rsplit('/').next().unwrap_or(qualified);
+    consumed.get(qualified).or_else(|| consumed.get(unqualified))
 }
 
 /// The `sharePercent` a share consumed (the scheduler rounds it by the offer's request policy and
 /// writes it as a plain integer quantity).
 fn share_percent(consumed_capacity: Option<&Consumed>) -> Option<u32> {
-    consumed(consumed_capacity, "sharePercent")?.0.parse().ok()
+    consumed(consumed_capacity, SHARE_PERCENT)?.0.parse().ok()
 }
 
 /// The `memory` a share consumed, in bytes, when it asked for some (the offer's policy consumes
 /// 0 by default and rounds a request up to whole MiB). The scheduler writes it in any quantity form
 /// (`4Gi`, `4096Mi`, plain bytes).
 fn share_memory_bytes(consumed_capacity: Option<&Consumed>) -> Option<u64> {
-    let quantity = dra_cel::Quantity::parse(&consumed(consumed_capacity, "memory")?.0).ok()?;
+    let quantity = dra_cel::Quantity::parse(&consumed(consumed_capacity, MEMORY)?.0).ok()?;
     u64::try_from(quantity.as_integer()?).ok().filter(|bytes| *bytes > 0)
 }
 
 /// The capacity a share of a shared offer consumes.
 pub const SHARE_PERCENT: &str = "gpu.deckhouse.io/sharePercent";
+
+/// The memory a share of a shared offer may ask for (counted against the card).
+const MEMORY: &str = "gpu.deckhouse.io/memory";
 
 /// A short list of what is offered, for an error message a user can act on.
 fn offered_summary(catalog: &DeviceCatalog) -> String {
