@@ -148,6 +148,7 @@ pub fn resolve_devices(
                 device: result.device.clone(),
                 share_id: result.share_id.clone(),
                 share_percent: share_percent(result.consumed_capacity.as_ref()),
+                share_memory_bytes: share_memory_bytes(result.consumed_capacity.as_ref()),
                 config,
                 vfio_allowed: class_allows_vfio(configs, driver, &result.request),
                 admin_access: result.admin_access == Some(true),
@@ -157,16 +158,35 @@ pub fn resolve_devices(
         .collect()
 }
 
+type Consumed = std::collections::BTreeMap<String, Quantity>;
+
+/// What a share consumed of capacity `qualified`: the scheduler writes the qualified name
+/// (`gpu.deckhouse.io/<name>`); an unqualified one means our driver's domain too.
+fn consumed<'a>(consumed: Option<&'a Consumed>, qualified: &str) -> Option<&'a Quantity> {
+    let consumed = consumed?;
+    let unqualified = qualified.rsplit('/').next().unwrap_or(qualified);
+    consumed.get(qualified).or_else(|| consumed.get(unqualified))
+}
+
 /// The `sharePercent` a share consumed (the scheduler rounds it by the offer's request policy and
 /// writes it as a plain integer quantity).
-fn share_percent(consumed: Option<&std::collections::BTreeMap<String, Quantity>>) -> Option<u32> {
-    let consumed = consumed?;
-    let quantity = consumed.get(SHARE_PERCENT).or_else(|| consumed.get("sharePercent"))?;
-    quantity.0.parse().ok()
+fn share_percent(consumed_capacity: Option<&Consumed>) -> Option<u32> {
+    consumed(consumed_capacity, SHARE_PERCENT)?.0.parse().ok()
+}
+
+/// The `memory` a share consumed, in bytes, when it asked for some (the offer's policy consumes
+/// 0 by default and rounds a request up to whole MiB). The scheduler writes it in any quantity form
+/// (`4Gi`, `4096Mi`, plain bytes).
+fn share_memory_bytes(consumed_capacity: Option<&Consumed>) -> Option<u64> {
+    let quantity = dra_cel::Quantity::parse(&consumed(consumed_capacity, MEMORY)?.0).ok()?;
+    u64::try_from(quantity.as_integer()?).ok().filter(|bytes| *bytes > 0)
 }
 
 /// The capacity a share of a shared offer consumes.
 pub const SHARE_PERCENT: &str = "gpu.deckhouse.io/sharePercent";
+
+/// The memory a share of a shared offer may ask for (counted against the card).
+const MEMORY: &str = "gpu.deckhouse.io/memory";
 
 /// A short list of what is offered, for an error message a user can act on.
 fn offered_summary(catalog: &DeviceCatalog) -> String {

@@ -9,6 +9,7 @@ use dra_offers::OfferedDevice;
 use gpu_api::opaque_config::{GpuConfig, MigDeviceConfig, OpaqueConfig, SharingStrategy, TimeSliceInterval};
 
 use crate::checkpoint::CardSharing;
+use crate::mps_memory_limit;
 use crate::request::{AllocatedDevice, PrepareRequest};
 
 /// What the pipeline does for one device beyond making it exist.
@@ -18,6 +19,9 @@ pub(crate) struct DevicePlan {
     pub sharing: Option<CardSharing>,
     /// The MPS share's `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`.
     pub active_thread_percentage: Option<u32>,
+    /// The MPS share's `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` on its card, in MiB: the memory it
+    /// consumed, when it asked for some.
+    pub pinned_memory_mib: Option<u64>,
     /// The whole card goes to vfio-pci.
     pub vfio: bool,
 }
@@ -159,6 +163,7 @@ fn plan_share(device: &AllocatedDevice, strategy: SharingStrategy) -> Result<Dev
             }
             // The scheduler writes sharePercent for every share; 100 is the offer's default.
             let percentage = default.map(u32::from).or(device.share_percent).unwrap_or(100);
+            let pinned_memory_mib = device.share_memory_bytes.map(mps_memory_limit::limit_mib).transpose()?;
             Ok(DevicePlan {
                 sharing: Some(CardSharing {
                     strategy,
@@ -166,6 +171,7 @@ fn plan_share(device: &AllocatedDevice, strategy: SharingStrategy) -> Result<Dev
                     default_active_thread_percentage: default,
                 }),
                 active_thread_percentage: Some(percentage),
+                pinned_memory_mib,
                 vfio: false,
             })
         }

@@ -19,7 +19,9 @@
 //!   when it dies), and each container gets
 //!   `CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps` (the card's pipe directory,
 //!   never its log directory) and `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` (the
-//!   config's `defaultActiveThreadPercentage`, else the share's sharePercent);
+//!   config's `defaultActiveThreadPercentage`, else the share's sharePercent); a share that
+//!   asked for `memory` also gets `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` for exactly that much, one
+//!   variable for all the claim's MPS shares (`mps_memory_limit`);
 //! - a card for a virtual machine (a `VfioDeviceConfig`, or a Pod annotated
 //!   `gpu.deckhouse.io/vfio: "true"`; exclusive whole cards on bare metal
 //!   only, idle cards only): the card and every other function of its IOMMU
@@ -77,6 +79,7 @@ mod error;
 mod fault_point;
 mod host_tool;
 mod mps_daemon;
+mod mps_memory_limit;
 mod mps_namespace;
 mod mps_shm;
 mod node_lock;

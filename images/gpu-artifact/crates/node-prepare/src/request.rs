@@ -37,6 +37,9 @@ pub struct AllocatedDevice {
     pub share_id: Option<String>,
     /// The share's `sharePercent` from the allocation's `consumedCapacity` (shares only).
     pub share_percent: Option<u32>,
+    /// The share's `memory` from the allocation's `consumedCapacity`, in bytes; `None` when it
+    /// asked for none (the shared offer's request policy consumes 0 by default).
+    pub share_memory_bytes: Option<u64>,
     /// The opaque config that applies to this device's request (class configs, then claim configs;
     /// the later wins), already decoded strictly.
     pub config: Option<OpaqueConfig>,

@@ -44,7 +44,11 @@ fn device(name: &str, pool: &str, attrs: Value, memory_gi: u64, set: &str, count
     let mut capacity = json!({"memory": {"value": format!("{memory_gi}Gi")}});
     let mut d = json!({"name": name, "attributes": attributes, "consumesCounters": [{"counterSet": set, "counters": counters}]});
     if shared {
-        capacity["memory"]["requestPolicy"] = json!({"default": "0", "validRange": {"min": "0"}});
+        // As the real shared offer (dra-offers `shared_capacity`): a share consumes no memory
+        // unless it asks, and what it asks is counted in steps of 1 MiB.
+        let bytes = memory_gi << 30;
+        capacity["memory"]["requestPolicy"] =
+            json!({"default": "0", "validRange": {"min": "0", "max": bytes.to_string(), "step": "1Mi"}});
         capacity["sharePercent"] = json!({"value": "100", "requestPolicy": {"default": "10", "validRange": {"min": "1", "max": "100", "step": "1"}}});
         d["allowMultipleAllocations"] = json!(true);
     }

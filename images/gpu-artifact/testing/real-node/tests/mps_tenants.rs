@@ -10,7 +10,6 @@ mod support;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
-use serde_json::json;
 use support::module::wait_module_ready;
 use support::*;
 use testbed::{Progress, wait_until};
@@ -29,15 +28,8 @@ const SCHEDULER_MPS_CLASS: &str = "rn-mps-tenants-first-fit";
 /// A claim in `namespace` of `percent` of the card with `uuid`, through MPS, of `class`.
 async fn share_of_card(client: &Client, namespace: &str, name: &str, class: &str, uuid: &str, percent: u32) {
     let selector = format!("device.attributes[\"gpu.deckhouse.io\"].uuid == \"{uuid}\"");
-    apply(
-        client,
-        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class,
-            "selectors": [{"cel": {"expression": selector}}],
-            "capacity": {"requests": {"gpu.deckhouse.io/sharePercent": percent.to_string()}}}}]}}}),
-    )
-    .await;
+    let percent = percent.to_string();
+    share_claim(client, namespace, name, class, &selector, &[("sharePercent", &percent)]).await;
 }
 
 /// The node's mounts below [`MPS_DIR`]: `(mount point, filesystem type, super options)`.
@@ -132,12 +124,7 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
 
     // Tenant B's share of the same card, allocated by the kube-scheduler, is refused by the node while
     // A's clients use it, without naming A.
-    let first_fit = json!({"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "GPUClass",
-        "metadata": {"name": SCHEDULER_MPS_CLASS},
-        "spec": {"vendor": "Nvidia", "deviceType": "Physical", "sharing": {"strategy": "MPS"},
-            "allocationPolicy": "FirstFit"}});
-    apply(&client, &first_fit).await;
-    wait_device_class(&client, SCHEDULER_MPS_CLASS).await;
+    let first_fit = first_fit_mps_class(&client, SCHEDULER_MPS_CLASS).await;
     share_of_card(&client, &tenant_b, "b", SCHEDULER_MPS_CLASS, &uuid, 25).await;
     let script = "echo '## shm'; ls /dev/shm; echo '## pipe'; ls -l /tmp/nvidia-mps; echo '## end'";
     create_pod(&client, &tenant_b, &workload_pod("b", script, &[("gpu", "b")], &[])).await;

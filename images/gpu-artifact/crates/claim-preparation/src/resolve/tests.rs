@@ -101,8 +101,26 @@ fn a_share_carries_its_percent_and_no_config_when_none_applies() {
         Some("7d6c2c4e-1d3c-4b8e-9a51-0f1f6c3b2a10")
     );
     assert_eq!(devices[0].config, None);
+    assert_eq!(
+        devices[0].share_memory_bytes, None,
+        "a share that asked no memory has no limit"
+    );
     let exclusive = resolve(&claim("gpu", "gpu0", None, json!([]))).unwrap();
     assert_eq!((exclusive[0].share_percent, exclusive[0].config.clone()), (None, None));
+}
+
+#[test]
+fn a_share_carries_the_memory_it_consumed_in_bytes() {
+    // The scheduler writes the amount rounded by the offer's policy (steps of 1 MiB), in whatever
+    // form the quantity takes: a suffix, or plain bytes.
+    for (written, bytes) in [("4Gi", 4u64 << 30), ("1536Mi", 1536 << 20), ("1073741824", 1 << 30)] {
+        let consumed = json!({SHARE_PERCENT: "30", "gpu.deckhouse.io/memory": written});
+        let devices = resolve(&claim("gpu", "gpu0-mps", Some(consumed), json!([]))).unwrap();
+        assert_eq!(devices[0].share_memory_bytes, Some(bytes), "{written}");
+    }
+    let unqualified = json!({"sharePercent": "30", "memory": "2Gi"});
+    let devices = resolve(&claim("gpu", "gpu0-mps", Some(unqualified), json!([]))).unwrap();
+    assert_eq!(devices[0].share_memory_bytes, Some(2 << 30));
 }
 
 #[test]

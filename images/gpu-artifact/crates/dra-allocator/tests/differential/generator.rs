@@ -2,7 +2,9 @@
 //! and H100 per node, each offered as Physical, as every placement of one MIG profile per size and
 //! (sometimes) as a shared Physical offer, in the 1.34 or the 1.35+ slice layout
 //! (allocator-workloads builds them). Some requests ask for admin access, mostly to MIG
-//! partitions, whose counters the scheduler still checks for the allocation in flight.
+//! partitions, whose counters the scheduler still checks for the allocation in flight. Shared
+//! requests ask for `sharePercent`, `memory`, both or neither (`shared_memory` checks that
+//! memory keeps shares off a card now and then).
 
 use allocator_workloads::{A30, A100_SXM4_40GB, DRIVER, H100_SXM5_80GB, NodeShape, Rng};
 use serde_json::{Value, json};
@@ -25,6 +27,14 @@ pub fn node_shape(split_layout: bool, taints: bool) -> NodeShape<'static> {
 /// for the other classes).
 const ADMIN_PERCENT: u64 = 20;
 
+/// Percent of shared requests that ask for `memory` beside (or instead of) `sharePercent`.
+const MEMORY_PERCENT: u64 = 50;
+
+/// What a share asks of a card's memory (24, 40 or 80 GiB): small, large enough that two or three
+/// shares fill an A30 or an A100 while their sharePercent still fits, and decimal sizes the
+/// offer's 1 MiB step rounds up.
+const SHARE_MEMORY: [&str; 7] = ["512Mi", "2Gi", "1500M", "10Gi", "16Gi", "30Gi", "41000M"];
+
 /// `admin`: whether the request may ask for admin access (subrequests of `firstAvailable` cannot).
 fn exact(rng: &mut Rng, class: &str, taints: bool, admin: bool) -> Value {
     // The API server stores the defaulted mode; the allocator relies on it.
@@ -41,8 +51,18 @@ fn exact(rng: &mut Rng, class: &str, taints: bool, admin: bool) -> Value {
         let gi = [5, 10, 12, 20, 40][rng.below(5) as usize];
         r["selectors"] = json!([{"cel": {"expression": format!("device.capacity[\"{DRIVER}\"].memory.compareTo(quantity(\"{gi}Gi\")) >= 0")}}]);
     }
-    if class == "gpu-shared" && rng.chance(60) {
-        r["capacity"] = json!({"requests": {"sharePercent": format!("{}", 5 + rng.below(60))}});
+    if class == "gpu-shared" {
+        let mut requests = serde_json::Map::new();
+        if rng.chance(60) {
+            requests.insert("sharePercent".into(), json!(format!("{}", 5 + rng.below(60))));
+        }
+        if rng.chance(MEMORY_PERCENT) {
+            let memory = SHARE_MEMORY[rng.below(SHARE_MEMORY.len() as u64) as usize];
+            requests.insert("memory".into(), json!(memory));
+        }
+        if !requests.is_empty() {
+            r["capacity"] = json!({"requests": requests});
+        }
     }
     if taints && rng.chance(30) {
         r["tolerations"] = json!([{"key": "gpu.deckhouse.io/unhealthy", "operator": "Exists"}]);

@@ -248,8 +248,19 @@ fn judge(
                 tally.go_joins_label_selector += 1;
                 return Ok(());
             }
+            let case = case();
+            if version == "0.34.4"
+                && crate::go_v034_shares::takes_counters_of_a_share(
+                    &case.slices(),
+                    &step.allocated,
+                    &go[0]["allocation"],
+                )
+            {
+                tally.go_shares_counters_bug += 1;
+                return Ok(());
+            }
             // Go found one: acceptable only if Go's choice breaks a safety invariant.
-            let slices: Vec<ResourceSlice> = case().slices().iter().map(from).collect();
+            let slices: Vec<ResourceSlice> = case.slices().iter().map(from).collect();
             let mut claims: Vec<ResourceClaim> = step.allocated.iter().map(from).collect();
             let mut go_claim = claim.clone();
             go_claim.status = Some(ResourceClaimStatus {

@@ -4,7 +4,8 @@
 //! Go when the claim is pinned to exactly our devices and must not come from an invalid pool, and
 //! ours must find a solution whenever Go finds one (known differences are counted and reported,
 //! see `tally`). Some cases carry admin DeviceTaintRules (`taint_rules`), applied on the Go side by
-//! upstream's ResourceSlice tracker. A failing case is shrunk to a minimal one, written to a JSON file under the
+//! upstream's ResourceSlice tracker. Some shares ask for `memory`, and the run fails if memory never kept
+//! a share off a card (`shared_memory`). A failing case is shrunk to a minimal one, written to a JSON file under the
 //! temporary directory. `ALLOCATOR_DIFF_CASES` sets the number of claim streams (default 1000).
 //!
 //! The same cases also drive the incremental check (`incremental`): the engine kept up to date
@@ -13,10 +14,12 @@
 
 mod case;
 mod generator;
+mod go_v034_shares;
 mod incremental;
 mod inventory;
 mod judge;
 mod ours;
+mod shared_memory;
 mod shrink;
 mod taint_rules;
 mod tally;
@@ -117,8 +120,14 @@ fn run_version(version: &'static str, cases: u64, base_seed: u64) {
     assert!(tally.both > 0, "no claim was allocated by both engines");
     let e = &tally.exercised;
     assert!(
-        cases < 200 || (e.admin_ours > 0 && e.selector_ours > 0 && e.invalid_pool_cases > 0 && e.rule_steps_differ > 0),
-        "the generator stopped exercising admin access, node-selector pools, invalid pools or taint rules: {tally}"
+        cases < 200
+            || (e.admin_ours > 0
+                && e.selector_ours > 0
+                && e.invalid_pool_cases > 0
+                && e.rule_steps_differ > 0
+                && e.memory_changes > 0),
+        "the generator stopped exercising admin access, node-selector pools, invalid pools, taint rules or \
+         shares' memory: {tally}"
     );
 }
 

@@ -1,6 +1,7 @@
 //! What a differential run saw: how each step ended (agreements, and the known differences that
 //! are counted instead of failed), and how often the rarer features were exercised, so a run
-//! that silently stopped covering admin access, node selectors or invalid pools shows it.
+//! that silently stopped covering admin access, node selectors, invalid pools, taint rules or
+//! shares' memory shows it.
 
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use serde_json::Value;
@@ -19,6 +20,9 @@ pub struct Tally {
     pub go_capacity_bug: u64,
     /// v0.34.4 compares distinctAttribute strings by pointer.
     pub go_distinct_bug: u64,
+    /// v0.34.4 counts no counters of shares and gave an admin a card shares hold
+    /// (`go_v034_shares`).
+    pub go_shares_counters_bug: u64,
     /// Go returned an error because of an invalid pool (v0.34.4 on touching one, v0.37.2 when
     /// nothing was found beside one), and ours had a solution elsewhere (accepted by Go) ...
     pub go_invalid_pool_error_ours_found: u64,
@@ -45,6 +49,8 @@ pub struct Exercised {
     pub rule_cases: u64,
     /// Rule cases whose first claim ours allocates differently without the rules.
     pub rule_steps_differ: u64,
+    /// Cases where a share's `memory` kept it off a card its sharePercent fits.
+    pub memory_changes: u64,
 }
 
 impl Tally {
@@ -57,6 +63,7 @@ impl Tally {
             + self.go_panics
             + self.go_capacity_bug
             + self.go_distinct_bug
+            + self.go_shares_counters_bug
             + self.go_invalid_pool_error_ours_found
             + self.go_invalid_pool_error_ours_none
             + self.go_joins_label_selector
@@ -69,10 +76,10 @@ impl std::fmt::Display for Tally {
         write!(
             f,
             "both {}, neither {}, only ours {}, only Go but unsafe {}, Go panicked {}, Go v0.34 capacity-index bug {}, \
-             Go v0.34 distinct-by-pointer bug {}, Go error on an invalid pool {} (ours found one elsewhere {}), Go joined a label selector with a node {}; \
+             Go v0.34 distinct-by-pointer bug {}, Go v0.34 shares' counters uncounted {}, Go error on an invalid pool {} (ours found one elsewhere {}), Go joined a label selector with a node {}; \
              exercised: admin-access claims {} (ours allocated {}, Go {}), cases with a node-selector pool {} \
              ({} claims; ours used it {}, Go {}), cases with an invalid pool {}, cases with DeviceTaintRules {} \
-             (the rules changed the first claim's allocation in {})",
+             (the rules changed the first claim's allocation in {}), cases where a share's memory changed an allocation {}",
             self.both,
             self.neither,
             self.ours_only,
@@ -80,6 +87,7 @@ impl std::fmt::Display for Tally {
             self.go_panics,
             self.go_capacity_bug,
             self.go_distinct_bug,
+            self.go_shares_counters_bug,
             self.go_invalid_pool_error_ours_found + self.go_invalid_pool_error_ours_none,
             self.go_invalid_pool_error_ours_found,
             self.go_joins_label_selector,
@@ -93,6 +101,7 @@ impl std::fmt::Display for Tally {
             e.invalid_pool_cases,
             e.rule_cases,
             e.rule_steps_differ,
+            e.memory_changes,
         )
     }
 }
@@ -107,6 +116,7 @@ impl Exercised {
         self.invalid_pool_cases += u64::from(!case.invalid_pools().is_empty());
         self.rule_cases += u64::from(!case.taint_rules.is_empty());
         self.rule_steps_differ += u64::from(crate::taint_rules::change_the_first_claim(case, classes));
+        self.memory_changes += u64::from(crate::shared_memory::changes_an_allocation(case, classes));
     }
 
     pub fn note_step(

@@ -81,6 +81,7 @@ fn refusal(request: &PrepareRequest, checkpoint: &CheckpointData, pool: &str) ->
                 device: recorded.device.clone(),
                 share_id: recorded.share_id.clone(),
                 share_percent: None,
+                share_memory_bytes: None,
                 config: None,
                 vfio_allowed: false,
                 admin_access: recorded.admin_access,

@@ -15,6 +15,7 @@ fn physical(name: &str) -> AllocatedDevice {
         device: name.into(),
         share_id: None,
         share_percent: None,
+        share_memory_bytes: None,
         config: None,
         vfio_allowed: false,
         admin_access: false,

@@ -9,6 +9,7 @@ use crate::atomic_file::{remove_durably, write_atomically};
 use crate::cdi_spec::{self, CdiDevice, ContainerEdits};
 use crate::driver_proc::{card_minor, mig_capability_minors};
 use crate::error::PrepareError;
+use crate::mps_memory_limit;
 
 pub(crate) struct WriteCdiSpec;
 
@@ -46,7 +47,8 @@ impl PrepareStep for WriteCdiSpec {
 }
 
 /// One CDI device per allocated device, and the edits every container of the claim needs once:
-/// `NVIDIA_VISIBLE_DEVICES` naming all its GPUs, a VFIO claim's payload, a GPU claim's driver files.
+/// `NVIDIA_VISIBLE_DEVICES` naming all its GPUs, `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` naming every MPS
+/// share's memory, a VFIO claim's payload, a GPU claim's driver files.
 fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, ContainerEdits), PrepareError> {
     let uid = &run.request.claim.uid;
     let recorded = run
@@ -58,6 +60,7 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, ContainerEdits),
     let mut devices = Vec::new();
     let mut vfio_payload = None;
     let mut visible = Vec::new();
+    let mut pinned_memory = Vec::new();
     for (index, device) in run.request.devices.iter().enumerate() {
         let plan = run.plan(index);
         let card = device.target.pci_address();
@@ -90,6 +93,9 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, ContainerEdits),
             }
             OfferedDevice::SharedPhysical { uuid, .. } => {
                 visible.push(uuid.clone());
+                if let Some(mib) = plan.pinned_memory_mib {
+                    pinned_memory.push((uuid.clone(), mib));
+                }
                 let edits = ContainerEdits::gpu(minor, None);
                 match plan.active_thread_percentage {
                     Some(percentage) => {
@@ -121,6 +127,7 @@ fn cdi_devices(run: &PrepareRun<'_>) -> Result<(Vec<CdiDevice>, ContainerEdits),
         });
     }
     let mut claim_edits = ContainerEdits::visible_devices(&visible);
+    claim_edits.env.extend(mps_memory_limit::env(&pinned_memory));
     if let Some(payload) = vfio_payload {
         claim_edits.merge(payload);
     }

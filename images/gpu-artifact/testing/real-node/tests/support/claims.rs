@@ -1,6 +1,6 @@
 //! ResourceClaims on the real node, and the devices they were given.
 
-use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::{Device, DeviceRequestAllocationResult, ResourceClaim, ResourceSlice};
 use kube::{Api, Client};
 use serde_json::json;
 use testbed::{Progress, wait_until};
@@ -18,6 +18,31 @@ pub async fn claim(client: &Client, namespace: &str, name: &str, class: &str, co
         &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}),
+    )
+    .await;
+}
+
+/// A ResourceClaim `name` of one share of `class` on a card CEL `selector` picks, asking `capacity`
+/// (`gpu.deckhouse.io/<capacity>`, quantity).
+pub async fn share_claim(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    class: &str,
+    selector: &str,
+    capacity: &[(&str, &str)],
+) {
+    let requests: serde_json::Map<String, serde_json::Value> = capacity
+        .iter()
+        .map(|(capacity, quantity)| (format!("gpu.deckhouse.io/{capacity}"), json!(quantity)))
+        .collect();
+    apply(
+        client,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class,
+            "selectors": [{"cel": {"expression": selector}}],
+            "capacity": {"requests": requests}}}]}}}),
     )
     .await;
 }
@@ -42,19 +67,11 @@ pub async fn mps_share_claim(client: &Client, node: &str, namespace: &str, name:
 /// is deallocated when the Pod is done.
 pub async fn allocated_uuids(client: &Client, namespace: &str, name: &str) -> Vec<(String, String)> {
     let results = allocation_results(client, namespace, name).await;
-    let slices = Api::<ResourceSlice>::all(client.clone())
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items;
+    let slices = resource_slices(client).await;
     results
         .iter()
         .map(|result| {
-            let uuid = slices
-                .iter()
-                .filter(|s| s.spec.pool.name == result.pool)
-                .flat_map(|s| s.spec.devices.clone().unwrap_or_default())
-                .find(|d| d.name == result.device)
+            let uuid = published_device(&slices, result)
                 .and_then(|d| d.attributes)
                 .and_then(|a| {
                     // A MIG offer has no UUID before it is made: its card's.
@@ -67,6 +84,24 @@ pub async fn allocated_uuids(client: &Client, namespace: &str, name: &str) -> Ve
             (result.device.clone(), uuid)
         })
         .collect()
+}
+
+/// Every ResourceSlice now.
+pub async fn resource_slices(client: &Client) -> Vec<ResourceSlice> {
+    Api::<ResourceSlice>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+}
+
+/// The device `result` names, as its pool's slices publish it.
+pub fn published_device(slices: &[ResourceSlice], result: &DeviceRequestAllocationResult) -> Option<Device> {
+    slices
+        .iter()
+        .filter(|s| s.spec.pool.name == result.pool)
+        .flat_map(|s| s.spec.devices.clone().unwrap_or_default())
+        .find(|d| d.name == result.device)
 }
 
 /// The allocation results of claim `name` once it is allocated (call it while the claim's Pod

@@ -20,9 +20,12 @@ use std::time::Duration;
 use kube::Client;
 use real_node::node::RealNode;
 
-pub use claims::{allocated_uuids, allocation_results, claim, mps_share_claim};
+pub use claims::{
+    allocated_uuids, allocation_results, claim, mps_share_claim, published_device, resource_slices, share_claim,
+};
 pub use namespaces::{
-    TestNamespace, apply, apply_example_device_classes, delete_namespace, delete_object, namespace, wait_device_class,
+    TestNamespace, apply, apply_example_device_classes, delete_namespace, delete_object, first_fit_mps_class,
+    namespace, wait_device_class,
 };
 pub use node_state::{CDI_DIR, CHECKPOINT, cdi_specs, checkpoint, claim_uid, claim_uids, mig_state, spec_of};
 pub use pods::{

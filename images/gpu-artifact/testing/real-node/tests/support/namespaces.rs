@@ -107,6 +107,18 @@ pub async fn apply_example_device_classes(client: &Client) {
     }
 }
 
+/// Applies an MPS GPUClass `name` with `allocationPolicy: FirstFit` (the kube-scheduler allocates its
+/// claims, no gate is lifted) and waits for its DeviceClass; returns it, for [`delete_object`].
+pub async fn first_fit_mps_class(client: &Client, name: &str) -> Value {
+    let class = serde_json::json!({"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "GPUClass",
+        "metadata": {"name": name},
+        "spec": {"vendor": "Nvidia", "deviceType": "Physical", "sharing": {"strategy": "MPS"},
+            "allocationPolicy": "FirstFit"}});
+    apply(client, &class).await;
+    wait_device_class(client, name).await;
+    class
+}
+
 /// Waits until gpu-controller has made the DeviceClass of GPUClass `name`.
 pub async fn wait_device_class(client: &Client, name: &str) {
     let classes = Api::<k8s_openapi::api::resource::v1::DeviceClass>::all(client.clone());
