@@ -6,6 +6,7 @@
 //! per device.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 
 use dra_cel::{CelError, CompiledSelector, DeviceContext, SelectorCache};
 
@@ -132,12 +133,7 @@ pub(crate) fn answer(
         Some(result) => result.clone(),
         None => {
             let result = by_parts_or_evaluated(answers, id, compiled, cel, inventory, slot, device);
-            let by_kind_map = &mut answers.answers[id].by_kind;
-            if let Some(key) = by_kind
-                && by_kind_map.len() < MAX_KEYS
-            {
-                by_kind_map.insert(key, result.clone());
-            }
+            remember(&mut answers.answers[id].by_kind, by_kind, &result);
             result
         }
     };
@@ -168,11 +164,19 @@ fn by_parts_or_evaluated(
         Ok(ctx) => compiled.matches(ctx),
         Err(e) => Err(e.clone()),
     };
-    let by_parts = &mut answers.answers[id].by_parts;
-    if let Some(parts) = parts
-        && by_parts.len() < MAX_KEYS
-    {
-        by_parts.insert(parts, result.clone());
-    }
+    remember(&mut answers.answers[id].by_parts, parts, &result);
     result
+}
+
+/// Keeps `result` under `key`, while the table has room (`MAX_KEYS`).
+fn remember<K: Eq + Hash>(
+    table: &mut FastMap<K, Result<bool, CelError>>,
+    key: Option<K>,
+    result: &Result<bool, CelError>,
+) {
+    if let Some(key) = key
+        && table.len() < MAX_KEYS
+    {
+        table.insert(key, result.clone());
+    }
 }

@@ -17,7 +17,6 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -29,7 +28,7 @@ use support::components::AgentWorkspace;
 use support::dra_controller_run::*;
 use support::preemption_bed::*;
 use support::*;
-use testbed::{Progress, ReadyNode, TestNamespace, wait_until};
+use testbed::{ReadyNode, TestNamespace};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gated_pods_preempt_lower_priority_gpu_holders() {
@@ -49,20 +48,14 @@ async fn gated_pods_preempt_lower_priority_gpu_holders() {
 
     // The node full of priority-0 MIG Pods, four per card; those of gpu1 started later.
     let pods = ns.api::<Pod>();
-    let mut by_card: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for i in 0..8 {
-        let name = format!("low-{i}");
-        create(&pods, &gated(&name, &node, "mig", None)).await;
-        bound_pod(&ns, &name).await;
-        let card = card_of(&ns, &name).await;
-        let started = if card == "gpu0" {
+    let by_card = mig_pods_on_every_slot(&ns, &node, |card| {
+        if card == "gpu0" {
             "2026-01-01T00:00:00Z"
         } else {
             "2026-01-01T01:00:00Z"
-        };
-        running(&ns, &name, started).await;
-        by_card.entry(card).or_default().insert(name);
-    }
+        }
+    })
+    .await;
     assert_eq!(
         by_card.values().map(BTreeSet::len).collect::<Vec<_>>(),
         [4, 4],
@@ -107,15 +100,7 @@ async fn gated_pods_preempt_lower_priority_gpu_holders() {
     );
     let note = one_event(&ns, "trainer", "Preempting").await;
     // Nominated as the kube-scheduler nominates a preemptor: gpu-controller's lifter gives it longer.
-    wait_until("the preemptor nominated", Duration::from_secs(30), || async {
-        let status = pods.get("trainer").await?.status;
-        Ok(match status.and_then(|s| s.nominated_node_name) {
-            Some(nominated) if nominated == node => Progress::Done(()),
-            other => Progress::Pending(format!("nominatedNodeName {other:?}")),
-        })
-    })
-    .await
-    .unwrap();
+    nominated(&ns, "trainer", &node).await;
     for victim in &victims {
         assert!(note.contains(victim.as_str()), "{note}");
         let preempted = one_event(&ns, victim, "Preempted").await;

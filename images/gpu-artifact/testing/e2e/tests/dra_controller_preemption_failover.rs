@@ -12,7 +12,7 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -39,15 +39,7 @@ async fn a_new_leader_waits_for_the_victims_of_the_old_one() {
     let (first, first_port) = start_dra_controller_with(&ns, &ws, &kubeconfig, &[]).await;
 
     let pods = ns.api::<Pod>();
-    let mut by_card: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for i in 0..8 {
-        let name = format!("low-{i}");
-        create(&pods, &gated(&name, &node, "mig", None)).await;
-        bound_pod(&ns, &name).await;
-        let card = card_of(&ns, &name).await;
-        running(&ns, &name, "2026-01-01T00:00:00Z").await;
-        by_card.entry(card).or_default().insert(name);
-    }
+    let by_card = mig_pods_on_every_slot(&ns, &node, |_| "2026-01-01T00:00:00Z").await;
 
     create(&pods, &gated("trainer", &node, "whole", Some(&high.name_any()))).await;
     let victims = evicted(&ns, 4).await;
@@ -56,15 +48,7 @@ async fn a_new_leader_waits_for_the_victims_of_the_old_one() {
         "one card's Pods: {victims:?}"
     );
     let freed = card_of(&ns, victims.first().unwrap()).await;
-    wait_until("the preemptor nominated", WAIT, || async {
-        let status = pods.get("trainer").await?.status;
-        Ok(match status.and_then(|s| s.nominated_node_name) {
-            Some(nominated) if nominated == node => Progress::Done(()),
-            other => Progress::Pending(format!("nominatedNodeName {other:?}")),
-        })
-    })
-    .await
-    .unwrap();
+    nominated(&ns, "trainer", &node).await;
     preemptions_counted(first_port, 1).await;
     drop(first);
 

@@ -3,7 +3,7 @@
 //! on the test bed: a Pod reported Running (so PodDisruptionBudgets count it and the Eviction API
 //! consults them), and a Pod an eviction marked for deletion removed once its containers stopped.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -85,6 +85,40 @@ pub async fn card_of(ns: &TestNamespace, pod: &str) -> String {
     })
     .await
     .unwrap()
+}
+
+/// Fills `node` with eight priority-0 MIG Pods (`low-0`..`low-7`, four per card), each bound and
+/// marked Running, started at `started(card)`; their names by card.
+pub async fn mig_pods_on_every_slot(
+    ns: &TestNamespace,
+    node: &str,
+    started: impl Fn(&str) -> &'static str,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let pods = ns.api::<Pod>();
+    let mut by_card: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for i in 0..8 {
+        let name = format!("low-{i}");
+        create(&pods, &gated(&name, node, "mig", None)).await;
+        super::bound_pod(ns, &name).await;
+        let card = card_of(ns, &name).await;
+        running(ns, &name, started(&card)).await;
+        by_card.entry(card).or_default().insert(name);
+    }
+    by_card
+}
+
+/// Waits until `pod`'s `status.nominatedNodeName` is `node`.
+pub async fn nominated(ns: &TestNamespace, pod: &str, node: &str) {
+    let pods = ns.api::<Pod>();
+    wait_until("the preemptor nominated", WAIT, || async {
+        let status = pods.get(pod).await?.status;
+        Ok(match status.and_then(|s| s.nominated_node_name) {
+            Some(nominated) if nominated == node => Progress::Done(()),
+            other => Progress::Pending(format!("nominatedNodeName {other:?}")),
+        })
+    })
+    .await
+    .unwrap();
 }
 
 /// Marks `pod` Running and Ready, started at `started` (what a kubelet reports), so a
