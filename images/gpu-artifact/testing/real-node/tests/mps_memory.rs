@@ -105,6 +105,7 @@ async fn an_mps_share_gets_the_memory_it_asked_as_its_limit_and_one_past_the_car
 
     delete_namespace(&client, &ns).await;
     delete_object(&client, &class).await;
+    wait_no_mps_left(node, "after the claims of this test").await;
 }
 
 /// What Pod `name` printed once it showed its limit.

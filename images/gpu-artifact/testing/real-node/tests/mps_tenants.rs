@@ -14,9 +14,6 @@ use support::module::wait_module_ready;
 use support::*;
 use testbed::{Progress, wait_until};
 
-/// Where gpu-handler keeps the cards' MPS directories, as the node sees it.
-const MPS_DIR: &str = "/var/lib/kubelet/plugins/gpu.deckhouse.io/mps";
-
 /// The refusal a second namespace's MPS claim gets (checks::shares in node-prepare).
 const OTHER_NAMESPACE: &str = "another namespace's MPS clients use card";
 
@@ -30,27 +27,6 @@ async fn share_of_card(client: &Client, namespace: &str, name: &str, class: &str
     let selector = format!("device.attributes[\"gpu.deckhouse.io\"].uuid == \"{uuid}\"");
     let percent = percent.to_string();
     share_claim(client, namespace, name, class, &selector, &[("sharePercent", &percent)]).await;
-}
-
-/// The node's mounts below [`MPS_DIR`]: `(mount point, filesystem type, super options)`.
-fn mps_mounts(node: &real_node::node::RealNode) -> Vec<(String, String, String)> {
-    let out = node
-        .exec(&["cat", "/proc/self/mountinfo"])
-        .expect("the node's mountinfo");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(' ').collect();
-            let separator = fields.iter().position(|f| *f == "-")?;
-            let point = fields.get(4)?;
-            if !point.starts_with(MPS_DIR) {
-                return None;
-            }
-            let kind = fields.get(separator + 1)?;
-            let options = fields.get(separator + 3)?;
-            Some((point.to_string(), kind.to_string(), options.to_string()))
-        })
-        .collect()
 }
 
 /// Waits until Pod `name` printed `marker`, and returns what it printed.
@@ -76,6 +52,8 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
     let (node, client) = node().await;
     wait_module_ready(&client).await.unwrap();
     apply_example_device_classes(&client).await;
+    // The node's MPS directories are counted below: an earlier test's shares must be gone.
+    wait_no_mps_left(node, "before the tenants").await;
     let tenant_a = namespace(&client, "mps-a").await;
     let tenant_b = namespace(&client, "mps-b").await;
 
@@ -173,17 +151,5 @@ async fn mps_tenants_get_a_private_size_limited_shm_and_a_card_serves_one_namesp
     delete_namespace(&client, &tenant_a).await;
     delete_namespace(&client, &tenant_b).await;
     delete_object(&client, &first_fit).await;
-    wait_until("the cards' MPS directories and tmpfs gone", POD_DONE, || async move {
-        let cards = node.files().list(MPS_DIR)?;
-        let mounts = mps_mounts(node);
-        Ok(
-            if cards.is_empty() && mounts.iter().all(|(point, ..)| point == MPS_DIR) {
-                Progress::Done(())
-            } else {
-                Progress::Pending(format!("{cards:?} {mounts:?}"))
-            },
-        )
-    })
-    .await
-    .unwrap();
+    wait_no_mps_left(node, "after the last claim").await;
 }
