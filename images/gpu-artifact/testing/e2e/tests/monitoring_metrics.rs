@@ -16,101 +16,27 @@
 //! `dra_controller.rs`; it allocates nothing here (no Pod of this test is gated).
 
 mod handler_node;
+mod monitoring_components;
 mod monitoring_queries;
 mod plugin_node;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use host_fixtures::NamedHost;
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::DeviceClass;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
+use monitoring_components::{LEASE_HOLDER, hold_lease, launch_controller, metrics_when, start_controller};
 use monitoring_queries::{queried_gpu_metrics, scrape, served_names, value};
 use plugin_node::PluginNode;
 use serde_json::json;
 use support::components::*;
 use support::*;
-use testbed::{ComponentProcess, Progress, TestNamespace, wait_until};
-
-/// Who holds gpu-controller's Lease in this test.
-const LEASE_HOLDER: &str = "another-replica";
-
-/// Lease `name` in `ns`, held by someone else for an hour: a controller competing for it waits.
-async fn hold_lease(ns: &TestNamespace, name: &str) {
-    let lease = Lease {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(LeaseSpec {
-            holder_identity: Some(LEASE_HOLDER.to_owned()),
-            lease_duration_seconds: Some(3600),
-            acquire_time: Some(MicroTime(Timestamp::now())),
-            renew_time: Some(MicroTime(Timestamp::now())),
-            ..LeaseSpec::default()
-        }),
-    };
-    create(&ns.api::<Lease>(), &lease).await;
-}
-
-/// Starts controller `name` of the module under `rules`, its Lease in `ns`; returns the process,
-/// its health and metrics port once it is ready, and its kubeconfig (to start it again).
-async fn start_controller(
-    ns: &TestNamespace,
-    ws: &AgentWorkspace,
-    name: &str,
-    rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
-) -> (ComponentProcess, u16, PathBuf) {
-    let kubeconfig = kubeconfig_with_lease(ns, name, rules, ws.dir.path()).await;
-    let (process, port) = launch_controller(ns, ws, name, &kubeconfig).await;
-    (process, port, kubeconfig)
-}
-
-/// Starts (or starts again) controller `name` with `kubeconfig`; returns once it is ready.
-async fn launch_controller(
-    ns: &TestNamespace,
-    ws: &AgentWorkspace,
-    name: &str,
-    kubeconfig: &Path,
-) -> (ComponentProcess, u16) {
-    let reserved = reserve_port();
-    let port = reserved.number();
-    let env = [
-        ("KUBECONFIG", kubeconfig.display().to_string()),
-        ("POD_NAMESPACE", ns.name().to_owned()),
-        ("POD_NAME", format!("{name}-0")),
-        ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
-        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
-        ("LOG_LEVEL", "Debug".to_owned()),
-    ];
-    let process = ComponentProcess::start(name, &env, &ws.logs())
-        .unwrap()
-        .holding(reserved);
-    wait_ready(port, &process).await;
-    (process, port)
-}
-
-/// Scrapes `port` until `done` holds for the text; returns it.
-async fn metrics_when(port: u16, process: &ComponentProcess, what: &str, done: impl Fn(&str) -> bool) -> String {
-    wait_until(what, Duration::from_secs(60), || async {
-        let text = scrape(port)?;
-        Ok(if done(&text) {
-            Progress::Done(text)
-        } else {
-            let ours: Vec<&str> = text.lines().filter(|l| l.starts_with("gpu_")).collect();
-            Progress::Pending(ours.join("\n"))
-        })
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n--- {} log ---\n{}", process.name(), process.log()))
-}
+use testbed::{Progress, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_gpu_metric_the_monitoring_queries_is_served_by_a_running_component() {

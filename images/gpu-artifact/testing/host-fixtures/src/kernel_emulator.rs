@@ -141,7 +141,17 @@ impl Kernel {
 
     fn override_of(&self, address: &str) -> Option<String> {
         let path = self.host.path(format!("sys/bus/pci/devices/{address}/driver_override"));
-        let text = fs::read_to_string(path).unwrap_or_default();
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            // No file: no override, as a kernel without one shows "(null)".
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            // Any other failure is the fixture's fault: no driver matches what could not be read,
+            // so the device stays unbound and the test waiting for a binding fails with it.
+            Err(error) => {
+                eprintln!("kernel emulator: reading {}: {error}", path.display());
+                return Some(format!("<unreadable: {error}>"));
+            }
+        };
         let value = text.trim();
         (!value.is_empty() && value != "(null)").then(|| value.to_owned())
     }
