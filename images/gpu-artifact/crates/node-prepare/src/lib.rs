@@ -82,6 +82,7 @@ mod mps_daemon;
 mod mps_memory_limit;
 mod mps_namespace;
 mod mps_shm;
+mod mps_static_pod;
 mod node_lock;
 mod preparer;
 mod rebooted;
