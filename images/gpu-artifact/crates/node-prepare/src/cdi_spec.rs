@@ -17,7 +17,7 @@ pub(crate) const CDI_VERSION: &str = "0.6.0";
 const MAX_NAME_LEN: usize = 63;
 
 /// The nodes every CUDA container needs besides its card.
-pub(crate) const CONTROL_NODES: [&str; 3] = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"];
+const CONTROL_NODES: [&str; 3] = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"];
 
 /// Where a container finds its card's MPS pipes: the MPS default (what a client uses when the
 /// variable is unset). The daemon's log directory is never given to a container: clients do not

@@ -14,12 +14,12 @@
 //!   UUID, pipe and log directories the card's; the card's shared-memory directory (the tmpfs the
 //!   handler mounted) is its `/dev/shm`, where it meets its clients, so no `mps-namespace` launcher.
 //! - Mirror Pods may not use a ServiceAccount, Secret or ConfigMap: it uses none.
+//! - The card is named by `CUDA_VISIBLE_DEVICES` alone: the container is privileged (see below), so
+//!   it sees the host's device nodes, as the daemon in gpu-handler's container does today.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
-
-use crate::cdi_spec::CONTROL_NODES;
 
 /// Where the daemon finds the card's directories in its container.
 const PIPE_IN_POD: &str = "/mps/pipe";
@@ -34,8 +34,6 @@ pub(crate) struct MpsPod<'a> {
     /// The card's PCI address, as the card's MPS directory is named (`0000:18:00.0`).
     pub card: &'a str,
     pub uuid: &'a str,
-    /// The card's `/dev/nvidia<minor>`.
-    pub minor: u32,
     /// gpu-handler's own image, by digest: a manifest is never rewritten while the card has shares.
     pub image: &'a str,
     pub namespace: &'a str,
@@ -63,26 +61,18 @@ fn host_path(name: &str, path: &Path, kind: &str) -> Value {
 
 /// The static Pod of `pod`'s card, as JSON (which the kubelet reads as it reads YAML).
 pub(crate) fn manifest(pod: &MpsPod<'_>) -> Value {
-    let mut volumes = vec![
+    let volumes = vec![
         host_path("driver-root", pod.driver_root, "Directory"),
         host_path("pipe", pod.pipe_dir, "Directory"),
         host_path("log", pod.log_dir, "Directory"),
         host_path("shm", pod.shm_dir, "Directory"),
     ];
-    let mut mounts = vec![
+    let mounts = vec![
         json!({"name": "driver-root", "mountPath": DRIVER_ROOT_IN_POD, "readOnly": true}),
         json!({"name": "pipe", "mountPath": PIPE_IN_POD}),
         json!({"name": "log", "mountPath": LOG_IN_POD}),
         json!({"name": "shm", "mountPath": "/dev/shm"}),
     ];
-    // The card's device node and the driver's control nodes, as every GPU container gets them.
-    let card_node = format!("/dev/nvidia{}", pod.minor);
-    let nodes = std::iter::once(card_node.as_str()).chain(CONTROL_NODES);
-    for (i, node) in nodes.enumerate() {
-        let name = format!("dev-{i}");
-        volumes.push(host_path(&name, Path::new(node), "CharDevice"));
-        mounts.push(json!({"name": name, "mountPath": node}));
-    }
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -108,7 +98,9 @@ pub(crate) fn manifest(pod: &MpsPod<'_>) -> Value {
                     {"name": "CUDA_MPS_LOG_DIRECTORY", "value": LOG_IN_POD},
                     {"name": "DRIVER_ROOT_CTR_PATH", "value": DRIVER_ROOT_IN_POD},
                 ],
-                // driver-tool makes a mount namespace of its own and chroots: privileged, as gpu-handler.
+                // driver-tool makes a mount namespace of its own and chroots, and the server the daemon
+                // starts opens the card's device node: privileged, as gpu-handler (a device node bound
+                // by hostPath stays closed to an unprivileged container by the device cgroup).
                 "securityContext": {"privileged": true},
                 "volumeMounts": mounts,
             }],
