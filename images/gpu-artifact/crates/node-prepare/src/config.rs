@@ -46,6 +46,9 @@ pub struct NodePrepareConfig {
     /// The size in bytes of the tmpfs mounted at each card's MPS shared-memory directory while its
     /// daemon runs (`mps_shm`); `None`: a plain directory (simulated nodes, which may not mount).
     pub mps_shm_bytes: Option<u64>,
+    /// Runs each card's MPS control daemon as a static Pod of the node's kubelet
+    /// (`mps_static_pods`), apart from the handler's container; `None`: as the handler's child.
+    pub mps_static_pods: Option<MpsStaticPods>,
     /// How long one vendor library call (NVML: MIG mode, instance create and destroy) may take.
     pub vendor_call_timeout: Duration,
 }
@@ -73,6 +76,7 @@ impl NodePrepareConfig {
             driver: None,
             mps_launcher: None,
             mps_shm_bytes: None,
+            mps_static_pods: None,
         }
     }
 
@@ -149,6 +153,19 @@ impl NodePrepareConfig {
     pub fn boot_id_path(&self) -> PathBuf {
         self.host_path("/proc/sys/kernel/random/boot_id")
     }
+}
+
+/// Where and how the daemons' static Pods are written (see `mps_static_pod`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpsStaticPods {
+    /// The kubelet's `staticPodPath`, as the handler sees it.
+    pub dir: PathBuf,
+    /// The handler's own image, by digest.
+    pub image: String,
+    /// The namespace of their mirror Pods (the module's).
+    pub namespace: String,
+    /// The driver root on the host.
+    pub driver_root: PathBuf,
 }
 
 #[cfg(test)]

@@ -83,6 +83,7 @@ mod mps_memory_limit;
 mod mps_namespace;
 mod mps_shm;
 mod mps_static_pod;
+mod mps_static_pods;
 mod node_lock;
 mod preparer;
 mod rebooted;
@@ -102,7 +103,7 @@ pub use cdi_spec::VFIO_PAYLOAD_CONTAINER_DIR;
 pub use checkpoint::{
     CardSharing, CheckpointClaim, CheckpointDevice, ClaimState, MigInstanceRecord, VfioFunctionRecord, VfioRecord,
 };
-pub use config::{CDI_KIND, NodePrepareConfig};
+pub use config::{CDI_KIND, MpsStaticPods, NodePrepareConfig};
 pub use driver_files::DriverFiles;
 pub use error::PrepareError;
 pub use fault_point::{FAULT_POINT_ENV, FAULT_REACHED_ENV, fault_points};

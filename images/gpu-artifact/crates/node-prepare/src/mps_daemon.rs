@@ -27,6 +27,7 @@ use crate::config::NodePrepareConfig;
 use crate::error::PrepareError;
 use crate::host_tool::ToolRun;
 use crate::mps_shm;
+use crate::mps_static_pods;
 
 /// Holds the card UUID the daemon was started for, so a stop after a crash uses the same environment.
 const VISIBLE_DEVICES_FILE: &str = "visible-devices";
@@ -63,7 +64,7 @@ pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &st
             Some(size) => mps_shm::mount_shm(&config.mps_shm_dir(card), size),
             None => Ok(()),
         })
-        .and_then(|()| control(config, card, uuid, vec!["-d".into()], None, true).run(config.tool_timeout));
+        .and_then(|()| launch(config, card, uuid));
     if let Err(error) = started {
         let _ = mps_shm::unmount_shm(&config.mps_shm_dir(card));
         let _ = fs::remove_dir_all(&dir);
@@ -71,6 +72,18 @@ pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &st
     }
     tracing::info!(%card, uuid, "started the card's MPS control daemon");
     Ok(true)
+}
+
+/// Starts the card's daemon: as the handler's child (`-d`), or as a static Pod of the kubelet,
+/// ready once it answers on its pipe.
+fn launch(config: &NodePrepareConfig, card: &str, uuid: &str) -> Result<(), PrepareError> {
+    match &config.mps_static_pods {
+        None => control(config, card, uuid, vec!["-d".into()], None, true).run(config.tool_timeout),
+        Some(pods) => {
+            mps_static_pods::ensure_manifest(config, pods, card, uuid)?;
+            mps_static_pods::wait_until_answers(card, config.tool_timeout, || daemon_answers(config, card, uuid))
+        }
+    }
 }
 
 /// Stops the card's daemon if its directory says one may run, unmounts its shared memory and
@@ -91,6 +104,11 @@ pub(crate) fn stop_mps_daemon(config: &NodePrepareConfig, card: &str) -> Result<
             false
         }
     };
+    // The kubelet stops a static Pod whose manifest goes; a daemon that took `quit` was restarted by
+    // it meanwhile (`restartPolicy: Always`) and goes with the Pod.
+    if let Some(pods) = &config.mps_static_pods {
+        mps_static_pods::remove_manifest(pods, card)?;
+    }
     // The shared memory goes with the daemon; a failed unmount keeps the directory (and the
     // claim), so the unprepare is retried rather than leaving segments for a later tenant.
     mps_shm::unmount_shm(&config.mps_shm_dir(card))?;
@@ -149,12 +167,20 @@ pub(crate) fn supervise_mps_daemons(
         };
         outcomes.push((card.clone(), outcome));
     }
-    for card in cards_with_daemon_dirs(config) {
-        if needed.contains_key(&card) || in_flight.contains(&card) {
+    let with_dirs = cards_with_daemon_dirs(config);
+    for card in &with_dirs {
+        if needed.contains_key(card) || in_flight.contains(card) {
             continue;
         }
-        let outcome = stop_mps_daemon(config, &card).map(|_| MpsOutcome::Stopped);
-        outcomes.push((card, outcome));
+        let outcome = stop_mps_daemon(config, card).map(|_| MpsOutcome::Stopped);
+        outcomes.push((card.clone(), outcome));
+    }
+    if let Some(pods) = &config.mps_static_pods {
+        // A crash between a directory's removal and its manifest's, or a manifest left by hand.
+        let kept: Vec<String> = cards_with_daemon_dirs(config);
+        for (manifest, removed) in mps_static_pods::remove_orphans(pods, &kept) {
+            outcomes.push((manifest, removed.map(|()| MpsOutcome::Stopped)));
+        }
     }
     outcomes
 }
