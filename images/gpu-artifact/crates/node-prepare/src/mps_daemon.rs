@@ -66,6 +66,11 @@ pub(crate) fn start_mps_daemon(config: &NodePrepareConfig, card: &str, uuid: &st
         })
         .and_then(|()| launch(config, card, uuid));
     if let Err(error) = started {
+        // A static Pod bound to the directory removed below would keep the stale binds: it goes too,
+        // and the retry writes it afresh.
+        if let Some(pods) = &config.mps_static_pods {
+            let _ = mps_static_pods::remove_manifest(pods, card);
+        }
         let _ = mps_shm::unmount_shm(&config.mps_shm_dir(card));
         let _ = fs::remove_dir_all(&dir);
         return Err(error);
