@@ -24,7 +24,10 @@
 //!   tmpfs, the most the MPS clients of one card (one namespace's, see `node_prepare`) may keep in
 //!   `/dev/shm` together; a write past it fails with ENOSPC;
 //! - `MPS_SUPERVISE_INTERVAL` (default `5s`): how often the MPS daemons of cards with prepared MPS
-//!   shares are checked and started again if they died.
+//!   shares are checked and started again if they died;
+//! - `MPS_STATIC_POD_DIR` with `MPS_DAEMON_IMAGE` and `POD_NAMESPACE` (and `DRIVER_ROOT`): each
+//!   card's MPS daemon runs as a static Pod of the kubelet, whose `staticPodPath` is that directory,
+//!   of that image, in that namespace (`node_prepare` `mps_static_pod`), apart from this container.
 //!
 //! The pipeline's time limits (tool runs, sysfs writes, vendor calls) are checked at start to end
 //! inside the node lock's wait.
@@ -34,7 +37,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use kubelet_plugin::{DEFAULT_KUBELET_ROOT, DRIVER_NAME, PluginConfig};
-use node_prepare::{DriverFiles, NodePrepareConfig};
+use node_prepare::{DriverFiles, MpsStaticPods, NodePrepareConfig};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodePluginConfig {
@@ -50,6 +53,7 @@ pub struct NodePluginConfig {
     pub mps_shm_namespace: bool,
     pub mps_shm_bytes: u64,
     pub mps_supervise_interval: Duration,
+    pub mps_static_pods: Option<MpsStaticPods>,
 }
 
 impl NodePluginConfig {
@@ -63,7 +67,7 @@ impl NodePluginConfig {
             Some(other) => bail!("{key} must be true or false, not {other:?}"),
         };
         let mig_offers = switch("MIG_OFFERS", true)?;
-        let driver_root = match (get("DRIVER_ROOT_CTR_PATH"), get("DRIVER_ROOT")) {
+        let driver_root: Option<(PathBuf, PathBuf)> = match (get("DRIVER_ROOT_CTR_PATH"), get("DRIVER_ROOT")) {
             (Some(here), Some(host)) if !here.is_empty() && !host.is_empty() => Some((here.into(), host.into())),
             (None, None) => None,
             _ => bail!("DRIVER_ROOT_CTR_PATH and DRIVER_ROOT go together: set both or neither"),
@@ -84,6 +88,23 @@ impl NodePluginConfig {
                 anyhow::anyhow!("MPS_SHM_SIZE must be a positive size such as 1Gi, 512Mi or 1048576, not {text:?}")
             })?,
         };
+        let mps_static_pods = match (get("MPS_STATIC_POD_DIR").filter(|d| !d.is_empty()), &driver_root) {
+            (None, _) => None,
+            (Some(dir), Some((_, host))) => {
+                let needed = |key: &str| {
+                    get(key).filter(|v| !v.is_empty()).ok_or_else(|| {
+                        anyhow::anyhow!("MPS_STATIC_POD_DIR needs {key}: the MPS daemons' static Pods name it")
+                    })
+                };
+                Some(MpsStaticPods {
+                    dir: dir.into(),
+                    image: needed("MPS_DAEMON_IMAGE")?,
+                    namespace: needed("POD_NAMESPACE")?,
+                    driver_root: host.clone(),
+                })
+            }
+            (Some(_), None) => bail!("MPS_STATIC_POD_DIR needs DRIVER_ROOT: the MPS daemons run the driver's tool"),
+        };
         let config = Self {
             host_root: path("HOST_ROOT", "/"),
             kubelet_root: path("KUBELET_ROOT", DEFAULT_KUBELET_ROOT),
@@ -96,6 +117,7 @@ impl NodePluginConfig {
             mps_shm_namespace: switch("MPS_SHM_NAMESPACE", false)?,
             mps_shm_bytes,
             mps_supervise_interval,
+            mps_static_pods,
         };
         if let Err(reason) = config.prepare("-", None, None).check_bounds() {
             bail!("the node pipeline's time limits: {reason}");
@@ -154,6 +176,7 @@ impl NodePluginConfig {
             lock_timeout: Duration::from_secs(10),
             nvidia_smi: self.nvidia_smi.clone(),
             mps_control: self.mps_control.clone(),
+            mps_static_pods: self.mps_static_pods.clone(),
             ..NodePrepareConfig::new(node_name, &self.host_root)
         }
     }
@@ -250,5 +273,35 @@ mod tests {
     fn a_bad_switch_names_the_variable() {
         let error = config(&[("MIG_OFFERS", "yes")]).unwrap_err().to_string();
         assert!(error.contains("MIG_OFFERS") && error.contains("\"yes\""), "{error}");
+    }
+
+    #[test]
+    fn mps_static_pods_need_their_image_namespace_and_the_driver_root() {
+        let root = [
+            ("DRIVER_ROOT_CTR_PATH", "/driver-root"),
+            ("DRIVER_ROOT", "/run/nvidia/driver"),
+        ];
+        assert_eq!(config(&root).unwrap().prepare("w1", None, None).mps_static_pods, None);
+        let mut full = root.to_vec();
+        full.extend([
+            ("MPS_STATIC_POD_DIR", "/etc/kubernetes/manifests"),
+            ("MPS_DAEMON_IMAGE", "registry.example/gpu@sha256:1"),
+            ("POD_NAMESPACE", "d8-gpu"),
+        ]);
+        assert_eq!(
+            config(&full).unwrap().prepare("w1", None, None).mps_static_pods,
+            Some(MpsStaticPods {
+                dir: "/etc/kubernetes/manifests".into(),
+                image: "registry.example/gpu@sha256:1".into(),
+                namespace: "d8-gpu".into(),
+                driver_root: "/run/nvidia/driver".into(),
+            })
+        );
+        let no_image: Vec<_> = full.iter().copied().filter(|(k, _)| *k != "MPS_DAEMON_IMAGE").collect();
+        let error = config(&no_image).unwrap_err().to_string();
+        assert!(error.contains("MPS_DAEMON_IMAGE"), "{error}");
+        let no_root = [("MPS_STATIC_POD_DIR", "/etc/kubernetes/manifests")];
+        let error = config(&no_root).unwrap_err().to_string();
+        assert!(error.contains("DRIVER_ROOT"), "{error}");
     }
 }
