@@ -86,6 +86,9 @@ handler = merged({"repository": REGISTRY}, BASE, app("gpu-handler", os.path.join
                  mount_points("gpu-handler"),
                  glibc(["libc.so.6", "libm.so.6", "libgcc_s.so.1", "libdl.so.2", "libpthread.so.0"]))
 images["gpuHandler"] = build("gpuHandler", handler)
+# The next release's gpu-handler: the same image with one more file, so another digest (the real node's
+# tests upgrade the module to it: upgrades.gpuHandler).
+images["gpuHandlerNext"] = build("gpuHandlerNext", merged(handler, {"texts": [["/app/release", "next\n", 0o644]]}))
 for key in ["gpuNodeAgent", "gpuController", "gpuDraController", "gpuHandler"]:
     digests["gpu"][key] = images[key][1]
 
@@ -142,5 +145,6 @@ images["workload"] = build("workload", workload)
 names = {}
 for key, (tar, digest) in images.items():
     names[key] = {"tar": tar, "digest": digest}
-json.dump({"registry": REGISTRY, "digests": digests, "images": names}, open(os.path.join(node_dir, "images.json"), "w"),
+upgrades = {"gpuHandler": images["gpuHandlerNext"][1]}
+json.dump({"registry": REGISTRY, "digests": digests, "upgrades": upgrades, "images": names}, open(os.path.join(node_dir, "images.json"), "w"),
           indent=1)

@@ -85,6 +85,11 @@ setup_mounts() {
   # /usr: the driver installed on the host (nvidia-smi, the libraries) and pci.ids, over the machine's.
   mkdir -p "$dir/run/usr-work"
   mount -t overlay overlay -o "lowerdir=/usr,upperdir=$NODE_HOST/usr,workdir=$dir/run/usr-work" /usr
+  # /etc: the machine's under an overlay of the node's own, so the kubelet's staticPodPath, Deckhouse's
+  # /etc/kubernetes/manifests, is the node's and never the machine's.
+  mkdir -p "$dir/run/etc-upper" "$dir/run/etc-work"
+  mount -t overlay overlay -o "lowerdir=/etc,upperdir=$dir/run/etc-upper,workdir=$dir/run/etc-work" /etc
+  mkdir -p /etc/kubernetes/manifests
   setup_sys
   # What the NVIDIA kernel module and the kernel publish in /proc, from the fixture.
   mount --bind "$NODE_HOST/proc/driver" /proc/driver

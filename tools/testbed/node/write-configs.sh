@@ -113,6 +113,9 @@ evictionHard: {memory.available: "1Mi", nodefs.available: "0%", imagefs.availabl
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 syncFrequency: 10s
+# Deckhouse's nodes run static Pods from here (bashible's kubelet configuration); gpu-handler puts the
+# MPS control daemons there.
+staticPodPath: /etc/kubernetes/manifests
 featureGates:
 YAML
   echo "$FEATURE_GATES" | tr ',' '\n' | sed 's/^\(.*\)=\(.*\)$/  \1: \2/'

@@ -87,6 +87,10 @@ impl NodePrepareConfig {
             ("tool_timeout", self.tool_timeout),
             ("vfio_bind_timeout", self.vfio_bind_timeout),
             ("vendor_call_timeout", self.vendor_call_timeout),
+            (
+                "mps_static_pods.start_timeout",
+                self.mps_static_pods.as_ref().map_or(Duration::from_secs(1), |pods| pods.start_timeout),
+            ),
         ];
         for (name, bound) in bounds {
             if bound.is_zero() || bound >= self.lock_timeout {
@@ -166,6 +170,15 @@ pub struct MpsStaticPods {
     pub namespace: String,
     /// The driver root on the host.
     pub driver_root: PathBuf,
+    /// How long a start waits for the kubelet to run the daemon's Pod and the daemon to answer:
+    /// below the node lock's wait, as every bound ([`NodePrepareConfig::check_bounds`]).
+    pub start_timeout: Duration,
+}
+
+impl MpsStaticPods {
+    /// The kubelet notices a new manifest at once (inotify) and starts a container of an image it
+    /// has (the handler's own) in a second or two; 8 s leaves room on a loaded node.
+    pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(8);
 }
 
 #[cfg(test)]

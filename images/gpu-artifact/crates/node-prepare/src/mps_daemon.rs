@@ -86,7 +86,7 @@ fn launch(config: &NodePrepareConfig, card: &str, uuid: &str) -> Result<(), Prep
         None => control(config, card, uuid, vec!["-d".into()], None, true).run(config.tool_timeout),
         Some(pods) => {
             mps_static_pods::ensure_manifest(config, pods, card, uuid)?;
-            mps_static_pods::wait_until_answers(card, config.tool_timeout, || daemon_answers(config, card, uuid))
+            mps_static_pods::wait_until_answers(card, pods.start_timeout, || daemon_answers(config, card, uuid))
         }
     }
 }
@@ -109,8 +109,8 @@ pub(crate) fn stop_mps_daemon(config: &NodePrepareConfig, card: &str) -> Result<
             false
         }
     };
-    // The kubelet stops a static Pod whose manifest goes; a daemon that took `quit` was restarted by
-    // it meanwhile (`restartPolicy: Always`) and goes with the Pod.
+    // The kubelet removes a static Pod whose manifest goes; a daemon that took `quit` has exited 0
+    // and stays down meanwhile (`restartPolicy: OnFailure`).
     if let Some(pods) = &config.mps_static_pods {
         mps_static_pods::remove_manifest(pods, card)?;
     }

@@ -10,6 +10,7 @@ fn pod() -> Value {
         uuid: "GPU-18b10080",
         image: "registry.example/gpu@sha256:0123",
         namespace: "d8-gpu",
+        instance: "1764480000000000000",
         driver_root: Path::new("/run/nvidia/driver"),
         pipe_dir: Path::new(&format!("{DIR}/pipe")),
         log_dir: Path::new(&format!("{DIR}/log")),
@@ -41,10 +42,11 @@ fn the_pod_is_named_for_its_card_as_a_dns_label() {
 }
 
 #[test]
-fn the_daemon_runs_in_the_foreground_for_its_card_only_and_the_kubelet_restarts_it() {
+fn the_daemon_runs_in_the_foreground_for_its_card_only_and_the_kubelet_restarts_it_when_it_fails() {
     let pod = pod();
     let container = &pod["spec"]["containers"][0];
-    assert_eq!(pod["spec"]["restartPolicy"], "Always");
+    assert_eq!(pod["spec"]["restartPolicy"], "OnFailure", "restarted when it fails, not after `quit`");
+    assert_eq!(pod["metadata"]["annotations"]["gpu.deckhouse.io/instance"], "1764480000000000000");
     assert_eq!(container["command"], json!([MPS_CONTROL_IN_IMAGE, "-f"]));
     assert_eq!(container["image"], "registry.example/gpu@sha256:0123");
     let env: Vec<(String, String)> = container["env"]
@@ -63,11 +65,11 @@ fn the_daemon_runs_in_the_foreground_for_its_card_only_and_the_kubelet_restarts_
         "{env:?}"
     );
     assert!(
-        env.contains(&("CUDA_MPS_PIPE_DIRECTORY".into(), PIPE_IN_POD.into())),
+        env.contains(&("CUDA_MPS_PIPE_DIRECTORY".into(), format!("{DIR}/pipe"))),
         "{env:?}"
     );
     assert!(
-        env.contains(&("CUDA_MPS_LOG_DIRECTORY".into(), LOG_IN_POD.into())),
+        env.contains(&("CUDA_MPS_LOG_DIRECTORY".into(), format!("{DIR}/log"))),
         "{env:?}"
     );
 }
@@ -76,8 +78,9 @@ fn the_daemon_runs_in_the_foreground_for_its_card_only_and_the_kubelet_restarts_
 fn the_cards_directories_are_bound_where_the_daemon_and_its_clients_meet() {
     let bound = host_paths_by_mount(&pod());
     for expected in [
-        (format!("{DIR}/pipe"), PIPE_IN_POD.to_owned()),
-        (format!("{DIR}/log"), LOG_IN_POD.to_owned()),
+        // At the host's paths: driver-tool carries them into the driver root at the same path.
+        (format!("{DIR}/pipe"), format!("{DIR}/pipe")),
+        (format!("{DIR}/log"), format!("{DIR}/log")),
         (format!("{DIR}/shm"), "/dev/shm".to_owned()),
         ("/run/nvidia/driver".to_owned(), DRIVER_ROOT_IN_POD.to_owned()),
     ] {
@@ -91,6 +94,7 @@ fn a_mirror_pod_can_be_made_of_it() {
     // The API server refuses a mirror Pod that uses a ServiceAccount token, a Secret or a ConfigMap.
     let pod = pod();
     assert_eq!(pod["spec"]["automountServiceAccountToken"], false);
+    assert_eq!(pod["spec"]["hostNetwork"], true, "no dependence on the Pod network");
     let volumes = pod["spec"]["volumes"].as_array().unwrap();
     assert!(volumes.iter().all(|v| v.get("hostPath").is_some()), "{volumes:?}");
 }

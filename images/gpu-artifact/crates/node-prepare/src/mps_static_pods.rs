@@ -25,11 +25,17 @@ pub(crate) fn ensure_manifest(
     if path.exists() {
         return Ok(false);
     }
+    let instance = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos()
+        .to_string();
     let pod = manifest(&MpsPod {
         card,
         uuid,
         image: &pods.image,
         namespace: &pods.namespace,
+        instance: &instance,
         driver_root: &pods.driver_root,
         pipe_dir: &config.mps_pipe_dir(card),
         log_dir: &config.mps_log_dir(card),
@@ -67,7 +73,8 @@ pub(crate) fn remove_orphans(pods: &MpsStaticPods, cards: &[String]) -> Vec<(Str
     removed
 }
 
-/// Waits, up to `bound`, until `answers` says the daemon answers on its pipe.
+/// Waits, up to `bound` (`MpsStaticPods::start_timeout`), until `answers` says the daemon answers on
+/// its pipe.
 pub(crate) fn wait_until_answers(card: &str, bound: Duration, answers: impl Fn() -> bool) -> Result<(), PrepareError> {
     let started = Instant::now();
     loop {

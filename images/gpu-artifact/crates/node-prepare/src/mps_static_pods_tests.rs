@@ -9,6 +9,7 @@ fn setup(root: &Path) -> (NodePrepareConfig, MpsStaticPods) {
         image: "registry.example/gpu@sha256:1".to_owned(),
         namespace: "d8-gpu".to_owned(),
         driver_root: root.join("driver"),
+        start_timeout: MpsStaticPods::DEFAULT_START_TIMEOUT,
     };
     fs::create_dir_all(&pods.dir).unwrap();
     (config, pods)

@@ -1,5 +1,5 @@
-//! The MPS control daemon stand-in: `nvidia-cuda-mps-control -d` starts it in the background; it
-//! makes the named pipe `control` in `CUDA_MPS_PIPE_DIRECTORY` (default `/tmp/nvidia-mps`), logs to
+//! The MPS control daemon stand-in: `nvidia-cuda-mps-control -d` starts it in the background (`-f`
+//! runs it in the foreground); it makes the named pipe `control` in `CUDA_MPS_PIPE_DIRECTORY` (default `/tmp/nvidia-mps`), logs to
 //! `control.log` in `CUDA_MPS_LOG_DIRECTORY` (default `/var/log/nvidia-mps`), keeps a shared-memory
 //! segment in `/dev/shm` as the real daemon does for its clients, and ends on `quit` (sent by
 //! `nvidia-cuda-mps-control` with the command on its standard input).
@@ -75,14 +75,21 @@ pub fn run_daemon(dirs: &MpsDirs) -> Result<(), String> {
     rustix::fs::mknodat(rustix::fs::CWD, &control, FileType::Fifo, Mode::from_raw_mode(0o600), 0)
         .map_err(|e| format!("{}: {e}", control.display()))?;
     dirs.log_line(&format!("Control daemon started, pid {}", std::process::id()));
-    'serve: loop {
-        let pipe = fs::File::open(&control).map_err(|e| format!("{}: {e}", control.display()))?;
-        for line in BufReader::new(pipe).lines() {
-            let command = line.unwrap_or_default();
-            dirs.log_line(&format!("Command: {command}"));
-            if command.trim() == "quit" {
-                break 'serve;
-            }
+    // Read and write: the daemon holds a writer itself, so the pipe never reads end-of-file and never
+    // has a moment without a reader. A client that keeps the pipe open for writing (its connection)
+    // can write as long as this daemon lives, and gets EPIPE once it is gone: a daemon started again
+    // makes a new pipe, and the old one has no reader left, as a real client's context dies with its
+    // daemon (NVIDIA's MPS guide: clients of a failed server are not recovered).
+    let pipe = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&control)
+        .map_err(|e| format!("{}: {e}", control.display()))?;
+    for line in BufReader::new(pipe).lines() {
+        let command = line.unwrap_or_default();
+        dirs.log_line(&format!("Command: {command}"));
+        if command.trim() == "quit" {
+            break;
         }
     }
     let _ = fs::remove_file(&control);

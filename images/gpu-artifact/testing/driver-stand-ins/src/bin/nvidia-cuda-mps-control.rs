@@ -12,7 +12,8 @@ fn main() -> ExitCode {
         Some("-d") => std::env::current_exe()
             .map_err(|e| e.to_string())
             .and_then(|exe| mps::start_daemon(&exe, &dirs)),
-        Some("--daemon") => mps::run_daemon(&dirs),
+        // `-f`: in the foreground, as a static Pod's container runs it; `--daemon`: the child `-d` starts.
+        Some("-f" | "--daemon") => mps::run_daemon(&dirs),
         None => {
             let mut commands = String::new();
             let _ = std::io::stdin().read_to_string(&mut commands);

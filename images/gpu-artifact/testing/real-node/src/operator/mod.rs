@@ -109,6 +109,10 @@ async fn round(
     last_render: &mut String,
     bashible: &mut Option<bashible::Bashible>,
 ) -> anyhow::Result<Option<String>> {
+    // A module release brings new image digests: the file is read again each round, as Deckhouse
+    // renders a new release with its own (the real node's tests upgrade gpu-handler's image so).
+    let images = ImagesFile::load(&config.images)?;
+    values["global"]["modulesImages"]["digests"] = images.digests;
     for hook in hooks.phase(|h| h.before_helm) {
         hooks.run(client, &hook, "beforeHelm", values).await?;
     }

@@ -24,7 +24,7 @@ use real_node::node::RealNode;
 pub use claims::{
     allocated_uuids, allocation_results, claim, mps_share_claim, published_device, resource_slices, share_claim,
 };
-pub use mps_node::{MPS_DIR, mps_mounts, wait_no_mps_left};
+pub use mps_node::{MPS_DIR, STATIC_PODS, mps_mounts, wait_no_mps_left};
 pub use namespaces::{
     TestNamespace, apply, apply_example_device_classes, delete_namespace, delete_object, first_fit_mps_class,
     namespace, wait_device_class,

@@ -33,7 +33,11 @@ pub fn mps_mounts(node: &RealNode) -> Vec<(String, String, String)> {
         .collect()
 }
 
-/// Waits until no card has an MPS directory or a tmpfs below [`MPS_DIR`] (`why`: whose shares went).
+/// Where the kubelet reads static Pods on the node (Deckhouse's staticPodPath), the MPS daemons' among them.
+pub const STATIC_PODS: &str = "/etc/kubernetes/manifests";
+
+/// Waits until no card has an MPS directory, a tmpfs below [`MPS_DIR`] or a daemon's static Pod
+/// (`why`: whose shares went).
 pub async fn wait_no_mps_left(node: &RealNode, why: &str) {
     wait_until(
         &format!("{why}: the cards' MPS directories and tmpfs gone"),
@@ -41,11 +45,13 @@ pub async fn wait_no_mps_left(node: &RealNode, why: &str) {
         || async move {
             let cards = node.files().list(MPS_DIR)?;
             let mounts = mps_mounts(node);
+            let mut daemons = node.files().list(STATIC_PODS)?;
+            daemons.retain(|m| m.starts_with("gpu-mps-"));
             Ok(
-                if cards.is_empty() && mounts.iter().all(|(point, ..)| point == MPS_DIR) {
+                if cards.is_empty() && mounts.iter().all(|(point, ..)| point == MPS_DIR) && daemons.is_empty() {
                     Progress::Done(())
                 } else {
-                    Progress::Pending(format!("{cards:?} {mounts:?}"))
+                    Progress::Pending(format!("{cards:?} {mounts:?} {daemons:?}"))
                 },
             )
         },
