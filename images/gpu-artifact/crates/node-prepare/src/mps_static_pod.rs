@@ -96,6 +96,9 @@ pub(crate) fn manifest(pod: &MpsPod<'_>) -> Value {
             "automountServiceAccountToken": false,
             "enableServiceLinks": false,
             "hostNetwork": true,
+            // The image's user is an unprivileged one (as gpu-handler's Pod, this one runs as root):
+            // privileged or not, a non-root process may not make the mount namespace driver-tool needs.
+            "securityContext": {"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": false},
             "containers": [{
                 "name": "mps-control",
                 "image": pod.image,

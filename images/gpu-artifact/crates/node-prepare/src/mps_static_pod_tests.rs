@@ -95,6 +95,7 @@ fn a_mirror_pod_can_be_made_of_it() {
     let pod = pod();
     assert_eq!(pod["spec"]["automountServiceAccountToken"], false);
     assert_eq!(pod["spec"]["hostNetwork"], true, "no dependence on the Pod network");
+    assert_eq!(pod["spec"]["securityContext"]["runAsUser"], 0, "root, not the image's user");
     let volumes = pod["spec"]["volumes"].as_array().unwrap();
     assert!(volumes.iter().all(|v| v.get("hostPath").is_some()), "{volumes:?}");
 }

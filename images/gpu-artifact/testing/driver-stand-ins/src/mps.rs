@@ -78,8 +78,9 @@ pub fn run_daemon(dirs: &MpsDirs) -> Result<(), String> {
     // Read and write: the daemon holds a writer itself, so the pipe never reads end-of-file and never
     // has a moment without a reader. A client that keeps the pipe open for writing (its connection)
     // can write as long as this daemon lives, and gets EPIPE once it is gone: a daemon started again
-    // makes a new pipe, and the old one has no reader left, as a real client's context dies with its
-    // daemon (NVIDIA's MPS guide: clients of a failed server are not recovered).
+    // makes a new pipe, and the old one has no reader left: a real client does not survive its server
+    // either (CUDA Runtime API, `cudaErrorMpsClientTerminated`: "the process must be terminated and
+    // relaunched"). `-f` is the real tool's foreground mode (nvidia-cuda-mps-control(1): `[-d | -f]`).
     let pipe = OpenOptions::new()
         .read(true)
         .write(true)
