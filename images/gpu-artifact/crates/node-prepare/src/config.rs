@@ -89,7 +89,9 @@ impl NodePrepareConfig {
             ("vendor_call_timeout", self.vendor_call_timeout),
             (
                 "mps_static_pods.start_timeout",
-                self.mps_static_pods.as_ref().map_or(Duration::from_secs(1), |pods| pods.start_timeout),
+                self.mps_static_pods
+                    .as_ref()
+                    .map_or(Duration::from_secs(1), |pods| pods.start_timeout),
             ),
         ];
         for (name, bound) in bounds {

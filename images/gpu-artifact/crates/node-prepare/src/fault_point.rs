@@ -95,9 +95,10 @@ pub fn fault_points() -> Vec<String> {
 }
 
 /// Points inside a step, between two side effects of one device.
-pub(crate) const INSIDE_STEPS: [&str; 3] = [
+pub(crate) const INSIDE_STEPS: [&str; 4] = [
     "prepare/inside/create-devices/mig-create-recorded",
     "prepare/inside/create-devices/mig-device-made",
+    "prepare/inside/apply-sharing/mps-static-pod-written",
     "prepare/inside/bind-vfio/function-moved",
 ];
 

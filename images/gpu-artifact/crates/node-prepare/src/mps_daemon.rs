@@ -25,6 +25,7 @@ use gpu_api::opaque_config::SharingStrategy;
 use crate::checkpoint::{CheckpointData, ClaimState};
 use crate::config::NodePrepareConfig;
 use crate::error::PrepareError;
+use crate::fault_point::fault_point;
 use crate::host_tool::ToolRun;
 use crate::mps_shm;
 use crate::mps_static_pods;
@@ -86,6 +87,8 @@ fn launch(config: &NodePrepareConfig, card: &str, uuid: &str) -> Result<(), Prep
         None => control(config, card, uuid, vec!["-d".into()], None, true).run(config.tool_timeout),
         Some(pods) => {
             mps_static_pods::ensure_manifest(config, pods, card, uuid)?;
+            // The kubelet may run the daemon already; the prepare has not seen it answer.
+            fault_point("prepare/inside/apply-sharing/mps-static-pod-written")?;
             mps_static_pods::wait_until_answers(card, pods.start_timeout, || daemon_answers(config, card, uuid))
         }
     }

@@ -45,8 +45,14 @@ fn the_pod_is_named_for_its_card_as_a_dns_label() {
 fn the_daemon_runs_in_the_foreground_for_its_card_only_and_the_kubelet_restarts_it_when_it_fails() {
     let pod = pod();
     let container = &pod["spec"]["containers"][0];
-    assert_eq!(pod["spec"]["restartPolicy"], "OnFailure", "restarted when it fails, not after `quit`");
-    assert_eq!(pod["metadata"]["annotations"]["gpu.deckhouse.io/instance"], "1764480000000000000");
+    assert_eq!(
+        pod["spec"]["restartPolicy"], "OnFailure",
+        "restarted when it fails, not after `quit`"
+    );
+    assert_eq!(
+        pod["metadata"]["annotations"]["gpu.deckhouse.io/instance"],
+        "1764480000000000000"
+    );
     assert_eq!(container["command"], json!([MPS_CONTROL_IN_IMAGE, "-f"]));
     assert_eq!(container["image"], "registry.example/gpu@sha256:0123");
     let env: Vec<(String, String)> = container["env"]
@@ -95,7 +101,10 @@ fn a_mirror_pod_can_be_made_of_it() {
     let pod = pod();
     assert_eq!(pod["spec"]["automountServiceAccountToken"], false);
     assert_eq!(pod["spec"]["hostNetwork"], true, "no dependence on the Pod network");
-    assert_eq!(pod["spec"]["securityContext"]["runAsUser"], 0, "root, not the image's user");
+    assert_eq!(
+        pod["spec"]["securityContext"]["runAsUser"], 0,
+        "root, not the image's user"
+    );
     let volumes = pod["spec"]["volumes"].as_array().unwrap();
     assert!(volumes.iter().all(|v| v.get("hostPath").is_some()), "{volumes:?}");
 }

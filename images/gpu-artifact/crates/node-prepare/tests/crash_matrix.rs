@@ -1,7 +1,7 @@
 //! The crash matrix: every fault point of prepare, its rollback, unprepare and reconciliation
 //! ([`node_prepare::fault_points`], generated from the step lists, so a new step is in the matrix
-//! without anyone adding it), for each mode: whole card, MIG device, MPS share, TimeSlicing share,
-//! VFIO passthrough.
+//! without anyone adding it), for each mode: whole card, MIG device, MPS share (its daemon the
+//! handler's child, or a static Pod of the kubelet), TimeSlicing share, VFIO passthrough.
 //!
 //! Each case runs the operation in a child process (this test binary again, running the same
 //! `NodePreparer` the handler runs) that stops at the point; the parent sends it a real SIGKILL.
@@ -89,8 +89,11 @@ fn a_kill_at_every_point_of_every_mode_leaves_the_node_exactly_right() {
 }
 
 fn print_table(points: &[String], table: &Table) {
-    let mut text = String::from("| fault point | Physical | MIG | MPS share | TimeSlicing share | VFIO |\n");
-    text.push_str("| --- | --- | --- | --- | --- | --- |\n");
+    let mut text = String::from("| fault point |");
+    for mode in Mode::ALL {
+        text.push_str(&format!(" {mode:?} |"));
+    }
+    text.push_str(&format!("\n|{}\n", " --- |".repeat(Mode::ALL.len() + 1)));
     let mut counts: BTreeMap<Outcome, usize> = BTreeMap::new();
     for point in points {
         text.push_str(&format!("| `{point}` |"));

@@ -2,7 +2,8 @@
 //! into a fixture host. They record what they were asked and keep the state a test looks at:
 //! `nvidia-smi compute-policy -i <uuid> --set-timeslice <n>` logs its arguments and keeps the card's
 //! time slice in `timeslice-<uuid>`; `nvidia-cuda-mps-control -d` logs its environment and starts a
-//! real background process per card (its pid in the card's marker file), which `quit` on the
+//! real background process per card (its pid in the card's marker file), `-f` is that process in
+//! the foreground (a static Pod's container, which exits 0 on `quit`), which `quit` on the
 //! tool's input stops; `get_server_list` answers only while that process lives. Both fail, as the
 //! real tool does, when no daemon runs. A test kills a daemon for real with [`ToolStandIns::kill_mps_daemon`].
 
@@ -59,6 +60,14 @@ if [ "$1" = "-d" ]; then
   : > "$marker"
   (while [ -e "$marker" ]; do sleep 1; done) </dev/null >/dev/null 2>&1 &
   echo $! > "$marker"
+  exit 0
+fi
+if [ "$1" = "-f" ]; then
+  echo "nvidia-cuda-mps-control -f $env" >> "$log"
+  if alive; then echo "An instance of this daemon is already running" >&2; exit 1; fi
+  echo $$ > "$marker"
+  trap 'exit 0' TERM
+  while [ -e "$marker" ]; do sleep 1; done
   exit 0
 fi
 read command

@@ -36,15 +36,28 @@ fn now() -> u64 {
 /// The one daemon's mirror Pod: (uid, container id, restart count, image).
 async fn daemon_pod(client: &kube::Client) -> (String, String, i32, String) {
     let pods = module_pods(client, "gpu-mps").await;
-    assert_eq!(pods.len(), 1, "one card's daemon: {:?}", pods.iter().map(describe).collect::<Vec<_>>());
+    assert_eq!(
+        pods.len(),
+        1,
+        "one card's daemon: {:?}",
+        pods.iter().map(describe).collect::<Vec<_>>()
+    );
     let pod = &pods[0];
-    let status = pod.status.clone().unwrap_or_default().container_statuses.unwrap_or_default();
+    let status = pod
+        .status
+        .clone()
+        .unwrap_or_default()
+        .container_statuses
+        .unwrap_or_default();
     let container = status.first().cloned().unwrap_or_default();
     (
         pod.metadata.uid.clone().unwrap_or_default(),
         container.container_id.unwrap_or_default(),
         container.restart_count,
-        pod.spec.as_ref().map(|s| s.containers[0].image.clone().unwrap_or_default()).unwrap_or_default(),
+        pod.spec
+            .as_ref()
+            .map(|s| s.containers[0].image.clone().unwrap_or_default())
+            .unwrap_or_default(),
     )
 }
 
@@ -55,8 +68,14 @@ async fn client_still_connected(client: &kube::Client, ns: &str, after: u64, eve
             Ok(log) => log,
             Err(error) => return Ok(Progress::Pending(format!("no log: {error}"))),
         };
-        assert!(!log.contains("LOST"), "the client lost its MPS daemon through {event}: {log}");
-        let last = log.lines().rev().find_map(|l| l.strip_prefix("tick ")?.parse::<u64>().ok());
+        assert!(
+            !log.contains("LOST"),
+            "the client lost its MPS daemon through {event}: {log}"
+        );
+        let last = log
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("tick ")?.parse::<u64>().ok());
         Ok(match last {
             Some(time) if time > after => Progress::Done(()),
             other => Progress::Pending(format!("last tick {other:?}")),
@@ -75,10 +94,12 @@ async fn handler(client: &kube::Client) -> Pod {
 async fn handler_back(client: &kube::Client, what: &str, done: impl Fn(&Pod) -> bool) {
     wait_until(what, Duration::from_secs(180), || async {
         let pods = module_pods(client, "gpu-handler").await;
-        Ok(match pods.iter().find(|p| p.metadata.deletion_timestamp.is_none() && done(p)) {
-            Some(_) => Progress::Done(()),
-            None => Progress::Pending(pods.iter().map(describe).collect::<Vec<_>>().join("; ")),
-        })
+        Ok(
+            match pods.iter().find(|p| p.metadata.deletion_timestamp.is_none() && done(p)) {
+                Some(_) => Progress::Done(()),
+                None => Progress::Pending(pods.iter().map(describe).collect::<Vec<_>>().join("; ")),
+            },
+        )
     })
     .await
     .unwrap();
@@ -86,12 +107,23 @@ async fn handler_back(client: &kube::Client, what: &str, done: impl Fn(&Pod) -> 
 }
 
 fn restarts(pod: &Pod) -> i32 {
-    let statuses = pod.status.clone().unwrap_or_default().container_statuses.unwrap_or_default();
-    statuses.iter().find(|c| c.name == "gpu-handler").map_or(0, |c| c.restart_count)
+    let statuses = pod
+        .status
+        .clone()
+        .unwrap_or_default()
+        .container_statuses
+        .unwrap_or_default();
+    statuses
+        .iter()
+        .find(|c| c.name == "gpu-handler")
+        .map_or(0, |c| c.restart_count)
 }
 
 fn image(pod: &Pod) -> String {
-    pod.spec.as_ref().and_then(|s| s.containers[0].image.clone()).unwrap_or_default()
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.containers[0].image.clone())
+        .unwrap_or_default()
 }
 
 /// How often the card's daemon started, from its log on the node.
@@ -112,7 +144,10 @@ fn release_handler_image(node: &RealNode, next: bool) -> String {
         images["original"]["gpuHandler"] = images["digests"]["gpu"]["gpuHandler"].clone();
     }
     let release = if next { "upgrades" } else { "original" };
-    let digest = images[release]["gpuHandler"].as_str().expect("a digest of gpu-handler").to_owned();
+    let digest = images[release]["gpuHandler"]
+        .as_str()
+        .expect("a digest of gpu-handler")
+        .to_owned();
     images["digests"]["gpu"]["gpuHandler"] = Value::from(digest.clone());
     let written = path.with_extension("json.next");
     std::fs::write(&written, serde_json::to_vec_pretty(&images).unwrap()).unwrap();
@@ -136,7 +171,9 @@ async fn an_mps_client_keeps_its_daemon_through_handler_restart_deletion_and_upg
     let card = cards[0].clone();
     let manifests = node.files().list(STATIC_PODS).unwrap();
     assert!(
-        manifests.iter().any(|m| m.starts_with("gpu-mps-") && m.ends_with(".json")),
+        manifests
+            .iter()
+            .any(|m| m.starts_with("gpu-mps-") && m.ends_with(".json")),
         "the daemon's static Pod in {STATIC_PODS}: {manifests:?}"
     );
     let daemon = daemon_pod(&client).await;
@@ -149,7 +186,10 @@ async fn an_mps_client_keeps_its_daemon_through_handler_restart_deletion_and_upg
     let at = now();
     let killed = node.exec(&["pkill", "-KILL", "-x", "gpu-handler"]).unwrap();
     assert!(killed.status.success(), "gpu-handler's process killed: {killed:?}");
-    handler_back(&client, "gpu-handler's container started again", |p| restarts(p) > before).await;
+    handler_back(&client, "gpu-handler's container started again", |p| {
+        restarts(p) > before
+    })
+    .await;
     client_still_connected(&client, &ns, at, "a restart of gpu-handler's container").await;
 
     // 2. gpu-handler's Pod deleted: the DaemonSet makes another.
@@ -169,12 +209,19 @@ async fn an_mps_client_keeps_its_daemon_through_handler_restart_deletion_and_upg
     // 3. The next release changes gpu-handler's image.
     let next = release_handler_image(node, true);
     let at = now();
-    handler_back(&client, "gpu-handler of the next release", |p| image(p).ends_with(&next)).await;
+    handler_back(&client, "gpu-handler of the next release", |p| {
+        image(p).ends_with(&next)
+    })
+    .await;
     client_still_connected(&client, &ns, at, "an upgrade of gpu-handler's image").await;
 
     // The same daemon throughout: one Pod, its container never restarted, one start in its log,
     // still of the image it was started with (a manifest is never rewritten under its clients).
-    assert_eq!(daemon_pod(&client).await, daemon, "the daemon's Pod is the one started first");
+    assert_eq!(
+        daemon_pod(&client).await,
+        daemon,
+        "the daemon's Pod is the one started first"
+    );
     assert_eq!(daemon_starts(node, &card), 1, "the daemon never started again");
 
     // The card's last share goes: so do the daemon's manifest, Pod, directory and tmpfs.
@@ -182,7 +229,11 @@ async fn an_mps_client_keeps_its_daemon_through_handler_restart_deletion_and_upg
     wait_no_mps_left(node, "after the client").await;
     wait_until("the daemon's mirror Pod gone", POD_DONE, || async {
         let pods = module_pods(&client, "gpu-mps").await;
-        Ok(if pods.is_empty() { Progress::Done(()) } else { Progress::Pending(format!("{}", pods.len())) })
+        Ok(if pods.is_empty() {
+            Progress::Done(())
+        } else {
+            Progress::Pending(format!("{}", pods.len()))
+        })
     })
     .await
     .unwrap();

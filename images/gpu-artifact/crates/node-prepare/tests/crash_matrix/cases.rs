@@ -27,12 +27,21 @@ pub enum Mode {
     Physical,
     Mig,
     Mps,
+    /// An MPS share whose daemon runs as a static Pod of the kubelet.
+    MpsStatic,
     TimeSlicing,
     Vfio,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 5] = [Mode::Physical, Mode::Mig, Mode::Mps, Mode::TimeSlicing, Mode::Vfio];
+    pub const ALL: [Mode; 6] = [
+        Mode::Physical,
+        Mode::Mig,
+        Mode::Mps,
+        Mode::MpsStatic,
+        Mode::TimeSlicing,
+        Mode::Vfio,
+    ];
 
     fn from_name(name: &str) -> Mode {
         Mode::ALL
@@ -46,6 +55,7 @@ impl Mode {
     pub fn node(self) -> Node {
         match self {
             Mode::Vfio => Node::on(NamedHost::ConsumerWithAudio).with_kernel(),
+            Mode::MpsStatic => Node::a30().with_static_pods(),
             _ => Node::a30(),
         }
     }
@@ -54,7 +64,7 @@ impl Mode {
         match self {
             Mode::Physical => physical_request(UID),
             Mode::Mig => mig_request(UID, &[2]),
-            Mode::Mps => share_request(UID, SharingStrategy::Mps, 50),
+            Mode::Mps | Mode::MpsStatic => share_request(UID, SharingStrategy::Mps, 50),
             Mode::TimeSlicing => {
                 // A slice other than Default, so a leaked setting shows.
                 let mut request = share_request(UID, SharingStrategy::TimeSlicing, 50);

@@ -63,8 +63,14 @@ pub fn assert_prepared_once(node: &Node, mode: Mode, devices: &[PreparedDevice])
     }
     assert_eq!(
         node.mps_daemon_running(A30_UUID),
-        mode == Mode::Mps,
+        matches!(mode, Mode::Mps | Mode::MpsStatic),
         "one MPS daemon for an MPS share"
+    );
+    assert_eq!(
+        node.static_pod_manifests().len(),
+        usize::from(mode == Mode::MpsStatic),
+        "the daemon's static Pod, when the kubelet runs it: {:?}",
+        node.static_pod_manifests()
     );
     if mode == Mode::TimeSlicing {
         assert_eq!(node.time_slice(A30_UUID), Some(3), "the share's time slice is set");
@@ -104,6 +110,11 @@ pub fn assert_clean(node: &Node, mode: Mode) {
     assert!(gpu.gpu_instances.is_empty(), "no MIG instance: {:?}", gpu.gpu_instances);
     assert!(!gpu.mig_current && !gpu.mig_pending, "MIG mode off");
     assert!(!node.mps_daemon_running(A30_UUID), "no MPS daemon");
+    assert_eq!(
+        node.static_pod_manifests(),
+        Vec::<String>::new(),
+        "no daemon's static Pod"
+    );
     assert!(
         !config.plugin_dir.join("mps").join("0000:01:00.0").exists(),
         "no MPS directory"
