@@ -11,11 +11,7 @@
 
 mod support;
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::api::DeleteParams;
 use real_node::node::RealNode;
 use serde_json::Value;
 use support::module::wait_module_ready;
@@ -25,13 +21,6 @@ use testbed::{Progress, wait_until};
 /// The stand-in MPS client: holds the daemon's control pipe open and writes to it every second.
 const CLIENT: &str = "trap '' PIPE; exec 3>\"$CUDA_MPS_PIPE_DIRECTORY/control\" || exit 9; echo CONNECTED; \
     while echo \"client $(date +%s)\" >&3; do echo \"tick $(date +%s)\"; sleep 1; done; echo LOST; sleep 3600";
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
 
 /// The one daemon's mirror Pod: (uid, container id, restart count, image).
 async fn daemon_pod(client: &kube::Client) -> (String, String, i32, String) {
@@ -83,27 +72,6 @@ async fn client_still_connected(client: &kube::Client, ns: &str, after: u64, eve
     })
     .await
     .unwrap();
-}
-
-/// The one gpu-handler Pod.
-async fn handler(client: &kube::Client) -> Pod {
-    module_pods(client, "gpu-handler").await.remove(0)
-}
-
-/// Waits until a gpu-handler Pod satisfies `done`, then until the module is ready again.
-async fn handler_back(client: &kube::Client, what: &str, done: impl Fn(&Pod) -> bool) {
-    wait_until(what, Duration::from_secs(180), || async {
-        let pods = module_pods(client, "gpu-handler").await;
-        Ok(
-            match pods.iter().find(|p| p.metadata.deletion_timestamp.is_none() && done(p)) {
-                Some(_) => Progress::Done(()),
-                None => Progress::Pending(pods.iter().map(describe).collect::<Vec<_>>().join("; ")),
-            },
-        )
-    })
-    .await
-    .unwrap();
-    wait_module_ready(client).await.unwrap();
 }
 
 fn restarts(pod: &Pod) -> i32 {
@@ -177,12 +145,12 @@ async fn an_mps_client_keeps_its_daemon_through_handler_restart_deletion_and_upg
         "the daemon's static Pod in {STATIC_PODS}: {manifests:?}"
     );
     let daemon = daemon_pod(&client).await;
-    let first_image = image(&handler(&client).await);
+    let first_image = image(&handler_pod(&client).await);
     assert_eq!(daemon.3, first_image, "the daemon runs gpu-handler's image");
     assert_eq!(daemon_starts(node, &card), 1);
 
     // 1. gpu-handler's container ends (killed) and the kubelet starts it again.
-    let before = restarts(&handler(&client).await);
+    let before = restarts(&handler_pod(&client).await);
     let at = now();
     let killed = node.exec(&["pkill", "-KILL", "-x", "gpu-handler"]).unwrap();
     assert!(killed.status.success(), "gpu-handler's process killed: {killed:?}");
@@ -193,17 +161,7 @@ async fn an_mps_client_keeps_its_daemon_through_handler_restart_deletion_and_upg
     client_still_connected(&client, &ns, at, "a restart of gpu-handler's container").await;
 
     // 2. gpu-handler's Pod deleted: the DaemonSet makes another.
-    let old = handler(&client).await;
-    let old_uid = old.metadata.uid.clone().unwrap();
-    Api::<Pod>::namespaced(client.clone(), MODULE_NAMESPACE)
-        .delete(old.metadata.name.as_deref().unwrap(), &DeleteParams::default())
-        .await
-        .unwrap();
-    let at = now();
-    handler_back(&client, "a new gpu-handler Pod", |p| {
-        p.metadata.uid.as_deref() != Some(old_uid.as_str())
-    })
-    .await;
+    let at = delete_handler_pod(&client).await;
     client_still_connected(&client, &ns, at, "a deletion of gpu-handler's Pod").await;
 
     // 3. The next release changes gpu-handler's image.

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
-use kube::api::DeleteParams;
 use serde_json::json;
 use support::module::wait_module_ready;
 use support::*;
@@ -55,13 +54,6 @@ async fn still_sees(client: &kube::Client, ns: &str, pod: &str, after: u64, expe
     .unwrap();
 }
 
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
 async fn long_running(client: &kube::Client, ns: &str, name: &str, claim_name: &str) -> String {
     let mut pod = workload_pod(name, WATCH_GPUS, &[("gpu", claim_name)], &[]);
     pod["spec"]["restartPolicy"] = json!("Always");
@@ -70,10 +62,6 @@ async fn long_running(client: &kube::Client, ns: &str, name: &str, claim_name: &
     let uuid = allocated_uuids(client, ns, claim_name).await.remove(0).1;
     still_sees(client, ns, name, 0, &uuid[..12]).await;
     uuid
-}
-
-async fn handler_pod(client: &kube::Client) -> Pod {
-    module_pods(client, "gpu-handler").await.remove(0)
 }
 
 #[tokio::test]
@@ -110,28 +98,7 @@ async fn handler_pod_deleted_while_claims_are_prepared() {
     };
     let specs = own_specs(specs);
 
-    let old = handler_pod(&client).await;
-    let old_uid = old.metadata.uid.clone().unwrap();
-    Api::<Pod>::namespaced(client.clone(), MODULE_NAMESPACE)
-        .delete(old.metadata.name.as_deref().unwrap(), &DeleteParams::default())
-        .await
-        .unwrap();
-    let deleted_at = now();
-    wait_until("a new gpu-handler Pod", Duration::from_secs(120), || async {
-        let pods = module_pods(&client, "gpu-handler").await;
-        Ok(
-            match pods
-                .iter()
-                .find(|p| p.metadata.uid.as_deref() != Some(old_uid.as_str()))
-            {
-                Some(pod) if pod.metadata.deletion_timestamp.is_none() => Progress::Done(()),
-                _ => Progress::Pending(pods.iter().map(describe).collect::<Vec<_>>().join("; ")),
-            },
-        )
-    })
-    .await
-    .unwrap();
-    wait_module_ready(&client).await.unwrap(); // Ready = registered with the kubelet again (its readiness gate)
+    let deleted_at = delete_handler_pod(&client).await;
     let after = checkpoint(node);
     for uid in &uids {
         assert!(

@@ -10,6 +10,7 @@ pub mod module {
 }
 
 mod claims;
+mod handler_pod;
 mod mps_node;
 mod namespaces;
 mod node_state;
@@ -24,6 +25,7 @@ use real_node::node::RealNode;
 pub use claims::{
     allocated_uuids, allocation_results, claim, mps_share_claim, published_device, resource_slices, share_claim,
 };
+pub use handler_pod::{delete_handler_pod, handler_back, handler_pod, now};
 pub use mps_node::{MPS_DIR, STATIC_PODS, mps_mounts, wait_no_mps_left};
 pub use namespaces::{
     TestNamespace, apply, apply_example_device_classes, delete_namespace, delete_object, first_fit_mps_class,
