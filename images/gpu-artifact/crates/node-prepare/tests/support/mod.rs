@@ -16,7 +16,7 @@ use host_fixtures::{HostTree, KernelEmulator, NamedHost, ToolStandIns};
 use kubelet_plugin::ClaimRef;
 use mock_nvml::state::GpuState;
 use mock_nvml::test_support::{MockInstall, machine_fixture};
-use node_prepare::{AllocatedDevice, MpsStaticPods, NodePrepareConfig, NodePreparer, PrepareRequest, ReservedPod};
+use node_prepare::{AllocatedDevice, NodePrepareConfig, NodePreparer, PrepareRequest, ReservedPod};
 use static_pods::StaticPodRunner;
 
 pub mod static_pods;
@@ -58,29 +58,6 @@ impl Node {
             kernel: None,
             static_pods: None,
         }
-    }
-
-    /// The same node with a kubelet that runs static Pods: the MPS daemons run as static Pods.
-    pub fn with_static_pods(mut self) -> Node {
-        let dir = self.host.path(static_pods::STATIC_POD_DIR);
-        self.static_pods = Some(StaticPodRunner::start(dir, self.tools().mps_control()));
-        self.preparer = preparer_at(self.host.root(), &self.mock.library_path());
-        self
-    }
-
-    /// The manifests in the node's static Pod directory.
-    pub fn static_pod_manifests(&self) -> Vec<String> {
-        let dir = self.host.path(static_pods::STATIC_POD_DIR);
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
     }
 
     /// The same node with the kernel's driver binding emulated.
@@ -181,19 +158,12 @@ pub fn backend_at(library: &Path) -> NvidiaBackend {
 /// The preparer of the node at `root`, with the stand-in tools installed there.
 pub fn preparer_at(root: &Path, library: &Path) -> NodePreparer {
     let tools = root.join(host_fixtures::STAND_INS_DIR);
-    // A node with a static Pod directory runs the MPS daemons as static Pods ([`Node::with_static_pods`]).
-    let static_pods = root.join(static_pods::STATIC_POD_DIR);
     let config = NodePrepareConfig {
         nvidia_smi: tools.join("nvidia-smi"),
         mps_control: tools.join("nvidia-cuda-mps-control"),
         vfio_bind_timeout: std::time::Duration::from_secs(5),
-        mps_static_pods: static_pods.is_dir().then(|| MpsStaticPods {
-            dir: static_pods,
-            image: "registry.example/gpu-handler@sha256:0".to_owned(),
-            namespace: "d8-gpu".to_owned(),
-            driver_root: root.to_path_buf(),
-            start_timeout: MpsStaticPods::DEFAULT_START_TIMEOUT,
-        }),
+        // A node with a static Pod directory runs the MPS daemons as static Pods.
+        mps_static_pods: static_pods::config_of(root),
         ..NodePrepareConfig::new("w1", root)
     };
     NodePreparer::new(config, Arc::new(backend_at(library)))

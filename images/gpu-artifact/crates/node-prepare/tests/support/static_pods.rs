@@ -15,6 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use node_prepare::MpsStaticPods;
+
+use super::{Node, preparer_at};
+
 /// The fixture's static Pod directory: a node has one when its kubelet runs static Pods.
 pub const STATIC_POD_DIR: &str = "etc/kubernetes/manifests";
 
@@ -130,4 +134,41 @@ fn start_container(manifest: &str, mps_control: &Path) -> Option<Child> {
         .stderr(Stdio::null())
         .spawn()
         .ok()
+}
+
+/// The static Pods of the node at `root`, when it has a static Pod directory.
+pub fn config_of(root: &Path) -> Option<MpsStaticPods> {
+    let dir = root.join(STATIC_POD_DIR);
+    dir.is_dir().then(|| MpsStaticPods {
+        dir,
+        image: "registry.example/gpu-handler@sha256:0".to_owned(),
+        namespace: "d8-gpu".to_owned(),
+        driver_root: root.to_path_buf(),
+        start_timeout: MpsStaticPods::DEFAULT_START_TIMEOUT,
+    })
+}
+
+impl Node {
+    /// The same node with a kubelet that runs static Pods: the MPS daemons run as static Pods.
+    pub fn with_static_pods(mut self) -> Node {
+        let dir = self.host.path(STATIC_POD_DIR);
+        self.static_pods = Some(StaticPodRunner::start(dir, self.tools().mps_control()));
+        self.preparer = preparer_at(self.host.root(), &self.mock.library_path());
+        self
+    }
+
+    /// The manifests in the node's static Pod directory.
+    pub fn static_pod_manifests(&self) -> Vec<String> {
+        let dir = self.host.path(STATIC_POD_DIR);
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
 }
