@@ -2,7 +2,8 @@
 //! (src/host/host_glibc.rs), which refuses the images' loader as a real host's libc does. gpu-handler and
 //! everything it runs map one glibc each, never the images' loader with the host's libc:
 //! - gpu-handler maps the image's loader and libc, and NVML by its path in the driver root;
-//! - an MPS control daemon it started maps the host's loader and libc, in its chroot into the driver root.
+//! - an MPS control daemon (the card's static Pod, gpu-handler's image running driver-tool) maps the
+//!   host's loader and libc, in its chroot into the driver root.
 //!
 //! What each process maps is read as the process sees its own files (`real-node-host maps`), and which
 //! glibc build a mapped file is comes from its content: the fixture's build has `_rtld_globbK`.
@@ -95,13 +96,14 @@ async fn gpu_handler_and_its_mps_daemon_each_map_one_glibc() {
         "gpu-handler maps no NVML from the driver root"
     );
 
-    // An MPS share: gpu-handler starts the card's control daemon through driver-tool.
+    // An MPS share: the card's control daemon, a static Pod of gpu-handler's image, runs in the
+    // foreground (`-f`) through driver-tool.
     let ns = namespace(&client, "glibc-mps").await;
     mps_share_claim(&client, &node.name, &ns, "share", 50).await;
     let pod = workload_pod("share", "sleep 600", &[("gpu", "share")], &[]);
     create_pod(&client, &ns, &pod).await;
     wait_phase(&client, &ns, "share", "Running").await;
-    let daemons = processes("/usr/bin/nvidia-cuda-mps-control", Some("--daemon"));
+    let daemons = processes("/usr/bin/nvidia-cuda-mps-control", Some("-f"));
     let daemon = *daemons.first().expect("the card's MPS control daemon runs");
     let ((loader, loader_host), (libc, libc_host)) = glibc_of(daemon);
     assert!(
