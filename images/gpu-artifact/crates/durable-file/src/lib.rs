@@ -29,12 +29,15 @@ fn failed(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Durabl
     move |source| DurableFileError { action, path, source }
 }
 
-/// Replaces `path` with `contents` (creating its directory): temporary file `<name>.tmp` beside
-/// it, fsync, rename, fsync of the directory.
+/// Replaces `path` with `contents` (creating its directory): temporary file `.<name>.tmp` beside
+/// it, fsync, rename, fsync of the directory. The temporary file is hidden: readers of a directory
+/// skip dot files, the kubelet's static Pod source among them (`extractFromDir` globs `[^.]*`), so
+/// a file being written is never taken for one that is there.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), DurableFileError> {
     let dir = directory_of(path);
     fs::create_dir_all(dir).map_err(failed("create directory", dir))?;
-    let mut temporary = path.file_name().unwrap_or_default().to_os_string();
+    let mut temporary = std::ffi::OsString::from(".");
+    temporary.push(path.file_name().unwrap_or_default());
     temporary.push(".tmp");
     let temporary = dir.join(temporary);
     let write = || -> io::Result<()> {

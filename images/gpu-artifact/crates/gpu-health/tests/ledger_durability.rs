@@ -68,7 +68,8 @@ fn a_save_syncs_the_file_before_the_rename_and_the_directory_after_it() {
     assert!(traced.status.success(), "{}", String::from_utf8_lossy(&traced.stderr));
     let calls = calls(&std::fs::read_to_string(&trace).unwrap());
 
-    let temporary = format!("{}.tmp", ledger.display());
+    let name = ledger.file_name().unwrap().to_string_lossy();
+    let temporary = ledger.with_file_name(format!(".{name}.tmp")).display().to_string();
     let renamed = calls
         .iter()
         .position(|call| *call == Call::Rename(temporary.clone(), ledger.display().to_string()))

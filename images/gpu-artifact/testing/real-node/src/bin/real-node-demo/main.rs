@@ -67,6 +67,12 @@ async fn main() -> anyhow::Result<()> {
         "claim-template-and-pod.yaml",
         "shared-and-vfio-pods.yaml",
     ] {
+        if file == "shared-and-vfio-pods.yaml" {
+            // As an admin would add shares once the MIG and whole-card jobs are placed: best fit gives
+            // a share the smallest card that takes it (the A30, whose memory is the least), and a share
+            // placed first would hold the one card the MIG jobs' profile exists on.
+            wait_scheduled(&client, &pods).await?;
+        }
         let text = std::fs::read_to_string(repo_root().join("docs/examples").join(file))?;
         for document in serde_yaml::Deserializer::from_str(&text) {
             let mut object: Value = serde::Deserialize::deserialize(document)?;
@@ -138,6 +144,29 @@ async fn main() -> anyhow::Result<()> {
     }
     println!("\n== DEMO READY: the node stays up; `make demo-down` stops it.");
     println!("   kubeconfig: {}", node.kubeconfig.display());
+    Ok(())
+}
+
+/// Waits until every Pod of `pods` has a node (its claims allocated).
+async fn wait_scheduled(client: &Client, pods: &[(String, bool)]) -> anyhow::Result<()> {
+    let api = Api::<Pod>::namespaced(client.clone(), NAMESPACE);
+    for (name, _) in pods {
+        wait_until(
+            &format!("Pod {name} placed on a node"),
+            Duration::from_secs(300),
+            || {
+                let api = api.clone();
+                async move {
+                    let pod = api.get(name).await?;
+                    Ok(match pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+                        Some(_) => Progress::Done(()),
+                        None => Progress::Pending(describe(&pod)),
+                    })
+                }
+            },
+        )
+        .await?;
+    }
     Ok(())
 }
 
