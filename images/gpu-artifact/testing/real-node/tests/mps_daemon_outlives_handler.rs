@@ -22,32 +22,44 @@ use testbed::{Progress, wait_until};
 const CLIENT: &str = "trap '' PIPE; exec 3>\"$CUDA_MPS_PIPE_DIRECTORY/control\" || exit 9; echo CONNECTED; \
     while echo \"client $(date +%s)\" >&3; do echo \"tick $(date +%s)\"; sleep 1; done; echo LOST; sleep 3600";
 
-/// The one daemon's mirror Pod: (uid, container id, restart count, image).
+/// The one daemon's mirror Pod once the API server shows its container running: (uid, container id,
+/// restart count, image). The kubelet writes the mirror Pod and its status after the static Pod
+/// starts, so both are waited for.
 async fn daemon_pod(client: &kube::Client) -> (String, String, i32, String) {
-    let pods = module_pods(client, "gpu-mps").await;
-    assert_eq!(
-        pods.len(),
-        1,
-        "one card's daemon: {:?}",
-        pods.iter().map(describe).collect::<Vec<_>>()
-    );
-    let pod = &pods[0];
-    let status = pod
-        .status
-        .clone()
-        .unwrap_or_default()
-        .container_statuses
-        .unwrap_or_default();
-    let container = status.first().cloned().unwrap_or_default();
-    (
-        pod.metadata.uid.clone().unwrap_or_default(),
-        container.container_id.unwrap_or_default(),
-        container.restart_count,
-        pod.spec
-            .as_ref()
-            .map(|s| s.containers[0].image.clone().unwrap_or_default())
-            .unwrap_or_default(),
+    wait_until(
+        "the daemon's mirror Pod with its container running",
+        POD_DONE,
+        || async {
+            let pods = module_pods(client, "gpu-mps").await;
+            let seen = pods.iter().map(describe).collect::<Vec<_>>();
+            let [pod] = &pods[..] else {
+                return Ok(Progress::Pending(format!("{} mirror Pods: {seen:?}", pods.len())));
+            };
+            let statuses = pod
+                .status
+                .clone()
+                .unwrap_or_default()
+                .container_statuses
+                .unwrap_or_default();
+            let running = statuses
+                .first()
+                .filter(|c| c.container_id.is_some() && c.state.as_ref().is_some_and(|s| s.running.is_some()));
+            Ok(match running {
+                Some(container) => Progress::Done((
+                    pod.metadata.uid.clone().unwrap_or_default(),
+                    container.container_id.clone().unwrap_or_default(),
+                    container.restart_count,
+                    pod.spec
+                        .as_ref()
+                        .and_then(|s| s.containers[0].image.clone())
+                        .unwrap_or_default(),
+                )),
+                None => Progress::Pending(format!("{seen:?}")),
+            })
+        },
     )
+    .await
+    .unwrap()
 }
 
 /// Waits until the client ticked after `after`, and fails if it lost its daemon.
