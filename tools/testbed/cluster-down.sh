@@ -19,7 +19,8 @@ for dir in "${dirs[@]}"; do
   done
   for _ in $(seq 1 50); do
     alive=0
-    while read -r pid _; do kill -0 "$pid" 2>/dev/null && alive=1; done < "$dir/pids"
+    # The process group: the server outlives its supervise.sh while it shuts down.
+    while read -r pid _; do kill -0 -- "-$pid" 2>/dev/null && alive=1; done < "$dir/pids"
     [ $alive = 0 ] && break; sleep 0.2
   done
   while read -r pid _; do kill -KILL -- "-$pid" 2>/dev/null || true; done < "$dir/pids"

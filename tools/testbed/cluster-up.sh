@@ -93,7 +93,7 @@ if [ -n "$TESTBED_RUNTIME_CONFIG" ]; then runtime_config=(--runtime-config "$TES
 
 start() { # name args...
   local name=$1; shift
-  setsid "$TESTBED_BIN/$name" "$@" > "$dir/logs/$name.log" 2>&1 < /dev/null 3>&- &
+  setsid "$here/supervise.sh" "$TESTBED_BIN/$name" "$@" > "$dir/logs/$name.log" 2>&1 < /dev/null 3>&- &
   echo "$! $name" >> "$dir/pids"
   # The command line, one argument a line, for restart-component.sh (outage tests).
   mkdir -p "$dir/cmd"; printf '%s\n' "$TESTBED_BIN/$name" "$@" > "$dir/cmd/$name"
@@ -102,7 +102,7 @@ wait_healthy() { # name url [curl args]
   local name=$1 url=$2; shift 2
   for _ in $(seq 1 600); do
     if curl -fsS --max-time 2 "$@" "$url" > /dev/null 2>&1; then return 0; fi
-    if ! kill -0 "$(awk -v n="$name" '$2==n {print $1}' "$dir/pids")" 2>/dev/null; then
+    if ! kill -0 "$(awk -v n="$name" '$2==n {print $1}' "$dir/pids")" 2>/dev/null; then   # its supervise.sh gave up
       echo "$name exited; last log lines:" >&2; tail -n 30 "$dir/logs/$name.log" >&2; return 1
     fi
     sleep 0.2

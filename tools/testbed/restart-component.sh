@@ -11,10 +11,10 @@ dir=$1 name=$2 signal=${3:-KILL} down=${4:-0}
 pid=$(awk -v n="$name" '$2==n {print $1}' "$dir/pids")
 [ -n "$pid" ] || { echo "$name is not in $dir/pids" >&2; exit 1; }
 kill "-$signal" -- "-$pid" 2>/dev/null || kill "-$signal" "$pid" 2>/dev/null || true
-for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 100); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
 kill -KILL -- "-$pid" 2>/dev/null || true
 sleep "$down"
 mapfile -t command < "$dir/cmd/$name"
-setsid "${command[@]}" >> "$dir/logs/$name.log" 2>&1 < /dev/null &
+setsid "$(dirname "$0")/supervise.sh" "${command[@]}" >> "$dir/logs/$name.log" 2>&1 < /dev/null &
 new=$!
 awk -v n="$name" -v p="$new" '$2==n {$1=p} {print}' "$dir/pids" > "$dir/pids.new" && mv "$dir/pids.new" "$dir/pids"

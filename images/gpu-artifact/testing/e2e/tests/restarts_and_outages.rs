@@ -116,13 +116,7 @@ async fn api_back(client: &Client) -> Instant {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_component_resyncs_within_ten_seconds_with_nothing_duplicated_or_lost() {
-    let shared = TestCluster::get().await.unwrap();
-    let version = if shared.server_minor().await.unwrap() <= 34 {
-        "1.34"
-    } else {
-        "latest"
-    };
-    let cluster = TestCluster::private(version, "outages").await.unwrap();
+    let cluster = TestCluster::private_of_the_shared_release("outages").await.unwrap();
     let mut bed = Bed::start(cluster.clone()).await;
     let ns = bed.ns.name().to_owned();
     let expression = r#"device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "MIG" && device.attributes["gpu.deckhouse.io"].migProfile == "1g.6gb""#;

@@ -48,6 +48,17 @@ impl TestCluster {
         })
     }
 
+    /// A [`Self::private`] control plane of the shared one's release (`1.34` or `latest`).
+    pub async fn private_of_the_shared_release(name: &str) -> anyhow::Result<Self> {
+        let shared = Self::get().await?;
+        let version = if shared.server_minor().await? <= 34 {
+            "1.34"
+        } else {
+            "latest"
+        };
+        Self::private(version, name).await
+    }
+
     /// Kills server `component` (`etcd`, `kube-apiserver`, ...) of this control plane with SIGKILL
     /// and starts it again with the same command line after `down`. Only for a [`Self::private`]
     /// control plane: the shared one serves other tests.
@@ -68,6 +79,46 @@ impl TestCluster {
             );
         }
         Ok(())
+    }
+
+    /// Ends the process of server `component` alone with SIGKILL, as a panic ends it, leaving the
+    /// test bed's supervisor (`supervise.sh`) to start it again; returns the ended process's id.
+    /// Only for a [`Self::private`] control plane.
+    pub fn end_server_process(&self, component: &str) -> anyhow::Result<u32> {
+        let pid = self
+            .server_process(component)?
+            .with_context(|| format!("{component} runs no server process"))?;
+        Command::new("kill").arg("-KILL").arg(pid.to_string()).status()?;
+        Ok(pid)
+    }
+
+    /// The process id of server `component` now: the child of its supervisor, if one runs.
+    pub fn server_process(&self, component: &str) -> anyhow::Result<Option<u32>> {
+        let dir = self.kubeconfig.parent().context("the control plane's directory")?;
+        let pids = std::fs::read_to_string(dir.join("pids")).context("reading the test bed's pids")?;
+        let supervisor = pids
+            .lines()
+            .find_map(|line| line.strip_suffix(&format!(" {component}")))
+            .with_context(|| format!("{component} is not in the test bed's pids"))?;
+        let children = Command::new("pgrep").arg("-P").arg(supervisor).output()?;
+        // Not the supervisor's `sleep` between two runs: the child whose program is the server.
+        let is_server = |pid: &u32| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| {
+                let program = line.split(|b| *b == 0).next().unwrap_or_default();
+                program.ends_with(format!("/{component}").as_bytes())
+            })
+        };
+        Ok(String::from_utf8_lossy(&children.stdout)
+            .split_whitespace()
+            .filter_map(|pid| pid.parse().ok())
+            .find(is_server))
+    }
+
+    /// What server `component` and its supervisor logged so far.
+    pub fn server_log(&self, component: &str) -> anyhow::Result<String> {
+        let dir = self.kubeconfig.parent().context("the control plane's directory")?;
+        let path = dir.join("logs").join(format!("{component}.log"));
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
     }
 
     /// A fresh admin client bound to the calling test's runtime.
