@@ -185,6 +185,7 @@ pub(crate) fn supervise_mps_daemons(
     }
     if let Some(pods) = &config.mps_static_pods {
         // A crash between a directory's removal and its manifest's, or a manifest left by hand.
+        // Read again: the stops above removed their cards' directories and manifests.
         let kept: Vec<String> = cards_with_daemon_dirs(config);
         for (manifest, removed) in mps_static_pods::remove_orphans(pods, &kept) {
             outcomes.push((manifest, removed.map(|()| MpsOutcome::Stopped)));

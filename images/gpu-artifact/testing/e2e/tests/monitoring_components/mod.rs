@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use testbed::{ComponentProcess, Progress, TestNamespace, wait_until};
 
 use super::monitoring_queries::scrape;
-use super::support::components::{AgentWorkspace, kubeconfig_with_lease, reserve_port, wait_ready};
+use super::support::components::{self, AgentWorkspace, kubeconfig_with_lease};
 use super::support::create;
 
 /// Who holds gpu-controller's Lease in this test.
@@ -54,21 +54,8 @@ pub async fn launch_controller(
     name: &str,
     kubeconfig: &Path,
 ) -> (ComponentProcess, u16) {
-    let reserved = reserve_port();
-    let port = reserved.number();
-    let env = [
-        ("KUBECONFIG", kubeconfig.display().to_string()),
-        ("POD_NAMESPACE", ns.name().to_owned()),
-        ("POD_NAME", format!("{name}-0")),
-        ("VALIDATOR_NAMESPACE", ns.name().to_owned()),
-        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
-        ("LOG_LEVEL", "Debug".to_owned()),
-    ];
-    let process = ComponentProcess::start(name, &env, &ws.logs())
-        .unwrap()
-        .holding(reserved);
-    wait_ready(port, &process).await;
-    (process, port)
+    let validators = [("VALIDATOR_NAMESPACE", ns.name().to_owned())];
+    components::launch_controller(ns, ws, name, kubeconfig, &validators).await
 }
 
 /// Scrapes `port` until `done` holds for the text; returns it.

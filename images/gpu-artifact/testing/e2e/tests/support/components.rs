@@ -259,6 +259,33 @@ pub fn start_handler_with(
     (handler.holding(reserved), port)
 }
 
+/// Starts (or starts again) controller `name` of the module with `kubeconfig`, its Lease and Pod
+/// namespace `ns`, and `extra` environment (the chart's switches); returns once it is ready, with
+/// its health (and metrics) port.
+pub async fn launch_controller(
+    ns: &TestNamespace,
+    ws: &AgentWorkspace,
+    name: &str,
+    kubeconfig: &Path,
+    extra: &[(&'static str, String)],
+) -> (ComponentProcess, u16) {
+    let reserved = reserve_port();
+    let port = reserved.number();
+    let mut env = vec![
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("POD_NAMESPACE", ns.name().to_owned()),
+        ("POD_NAME", format!("{name}-0")),
+        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
+        ("LOG_LEVEL", "Debug".to_owned()),
+    ];
+    env.extend(extra.iter().cloned());
+    let process = ComponentProcess::start(name, &env, &ws.logs())
+        .unwrap()
+        .holding(reserved);
+    wait_ready(port, &process).await;
+    (process, port)
+}
+
 /// Waits until the component on `port` answers /readyz with 200.
 pub async fn wait_ready(port: u16, process: &ComponentProcess) {
     wait_until(

@@ -14,7 +14,7 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use testbed::{ComponentProcess, Progress, TestNamespace, wait_until};
 
-use super::components::{AgentWorkspace, dra_controller_rules, kubeconfig_with_lease, reserve_port, wait_ready};
+use super::components::{AgentWorkspace, dra_controller_rules, kubeconfig_with_lease, launch_controller};
 
 /// Starts gpu-dra-controller under its RBAC (the chart's rules: `module_rbac` checks they are equal),
 /// its Lease in `ns`, and waits until it is ready; returns the process and its health (and metrics)
@@ -38,21 +38,7 @@ pub async fn start_dra_controller_with(
     kubeconfig: &Path,
     extra: &[(&'static str, String)],
 ) -> (ComponentProcess, u16) {
-    let reserved = reserve_port();
-    let port = reserved.number();
-    let env = [
-        ("KUBECONFIG", kubeconfig.display().to_string()),
-        ("POD_NAMESPACE", ns.name().to_owned()),
-        ("POD_NAME", "gpu-dra-controller-0".to_owned()),
-        ("HEALTH_ADDR", format!("127.0.0.1:{port}")),
-        ("LOG_LEVEL", "Debug".to_owned()),
-    ];
-    let env: Vec<(&str, String)> = env.into_iter().chain(extra.iter().cloned()).collect();
-    let controller = ComponentProcess::start("gpu-dra-controller", &env, &ws.logs())
-        .unwrap()
-        .holding(reserved);
-    wait_ready(port, &controller).await;
-    (controller, port)
+    launch_controller(ns, ws, "gpu-dra-controller", kubeconfig, extra).await
 }
 
 /// Every Event of `ns` with `reason` about the object named `object`.
