@@ -97,6 +97,13 @@ fn lean_status(mut status: ResourceClaimStatus) -> ResourceClaimStatus {
 /// and what preemption weighs (`preemption_search`): its priority, start time and a
 /// `preemptionPolicy` of `Never` (the default, `PreemptLowerPriority`, is dropped: a string on every
 /// Pod). Priority and start time live inline in `PodSpec`/`PodStatus`: keeping them costs no memory.
+///
+/// A bound Pod (one with a node name) keeps no node constraints and no PodScheduled condition:
+/// only Pods not bound yet are matched to nodes (`pod_nodes`) or told apart as unschedulable
+/// (`selection`), and the API server refuses a node name beside a scheduling gate ("cannot be set
+/// until all schedulingGates have been cleared"), so no gated Pod is bound. Most Pods of a cluster
+/// are bound: the `controller_memory` bench's Pod, bound, kept 3,059 bytes before and 2,453 now,
+/// 2,248 of them the size of `Pod` itself (counted by a global allocator, 10,000 Pods).
 pub fn lean_pod(pod: &mut Pod) {
     let metadata = std::mem::take(&mut pod.metadata);
     pod.metadata = ObjectMeta {
@@ -108,10 +115,12 @@ pub fn lean_pod(pod: &mut Pod) {
         ..ObjectMeta::default()
     };
     let spec = pod.spec.take().unwrap_or_default();
+    let unbound = spec.node_name.is_none();
     let requests = as_pod_level(pod_requests(&spec));
     let node_affinity = spec
         .affinity
         .and_then(|a| a.node_affinity)
+        .filter(|_| unbound)
         .map(|node_affinity| Affinity {
             node_affinity: Some(node_affinity),
             ..Affinity::default()
@@ -121,9 +130,9 @@ pub fn lean_pod(pod: &mut Pod) {
         resource_claims: spec.resource_claims.map(exact),
         scheduling_gates: spec.scheduling_gates.map(exact),
         node_name: spec.node_name,
-        node_selector: spec.node_selector,
+        node_selector: spec.node_selector.filter(|_| unbound),
         affinity: node_affinity,
-        tolerations: spec.tolerations.map(exact),
+        tolerations: spec.tolerations.filter(|_| unbound).map(exact),
         priority: spec.priority,
         preemption_policy: spec.preemption_policy.filter(|p| p == "Never"),
         ..PodSpec::default()
@@ -131,6 +140,7 @@ pub fn lean_pod(pod: &mut Pod) {
     let status = pod.status.take().unwrap_or_default();
     let conditions = status
         .conditions
+        .filter(|_| unbound)
         .map(|all| exact(all.into_iter().filter(|c| c.type_ == "PodScheduled").collect()));
     pod.status = Some(PodStatus {
         resource_claim_statuses: status.resource_claim_statuses.map(exact),

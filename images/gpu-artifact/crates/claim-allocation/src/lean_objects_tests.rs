@@ -8,7 +8,7 @@ fn a_pod_keeps_what_selection_reads() {
             "labels": {"app": "x"}, "managedFields": [{"manager": "kubectl"}]},
         "spec": {"containers": [{"name": "c", "image": "busybox",
                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"}}}],
-            "overhead": {"cpu": "250m"}, "nodeName": "n1", "priority": 1000, "preemptionPolicy": "Never",
+            "overhead": {"cpu": "250m"}, "priority": 1000, "preemptionPolicy": "Never",
             "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
             "affinity": {"podAffinity": {}, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                 {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
@@ -24,7 +24,7 @@ fn a_pod_keeps_what_selection_reads() {
         serde_json::to_value(&pod).unwrap(),
         json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5"},
-            "spec": {"containers": [], "nodeName": "n1", "priority": 1000, "preemptionPolicy": "Never",
+            "spec": {"containers": [], "priority": 1000, "preemptionPolicy": "Never",
                 "resources": {"requests": {"cpu": "750m", "memory": "1073741824"}},
                 "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}],
                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
@@ -34,6 +34,34 @@ fn a_pod_keeps_what_selection_reads() {
             "status": {"phase": "Pending", "startTime": "2026-11-29T10:00:00Z",
                 "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}],
                 "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-1"}]}})
+    );
+}
+
+#[test]
+fn a_bound_pod_keeps_no_node_constraints_and_no_scheduling_condition() {
+    let mut pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "9"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+            "nodeName": "n1", "priority": 10, "nodeSelector": {"zone": "a"},
+            "tolerations": [{"operator": "Exists"},
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}},
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "c1"}]},
+        "status": {"phase": "Running", "startTime": "2026-11-29T10:00:00Z",
+            "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+            "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "c1"}]}}))
+    .unwrap();
+    lean_pod(&mut pod);
+    assert_eq!(
+        serde_json::to_value(&pod).unwrap(),
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "9"},
+            "spec": {"containers": [], "nodeName": "n1", "priority": 10,
+                "resources": {"requests": {"cpu": "1000m"}},
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": "c1"}]},
+            "status": {"phase": "Running", "startTime": "2026-11-29T10:00:00Z",
+                "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "c1"}]}})
     );
 }
 
