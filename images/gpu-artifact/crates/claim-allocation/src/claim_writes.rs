@@ -18,11 +18,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::ObjectMeta;
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::FIELD_MANAGER;
 use crate::fencing::Fence;
+use crate::lean_pod::LeanPod;
 use crate::selection::SCHEDULING_GATE;
 use crate::stored_claims::AllocatedClaim;
 
@@ -102,14 +103,13 @@ impl ClaimWrites<'_> {
 
     /// Removes our gate, keeping the others, and the label that lists the Pod as gated, guarded by
     /// the Pod's resourceVersion. A conflict is fine: the next round sees the Pod again.
-    pub async fn ungate(&self, pod: &Pod) -> anyhow::Result<()> {
+    pub async fn ungate(&self, pod: &LeanPod) -> anyhow::Result<()> {
         self.fenced().await?;
         let remaining: Vec<_> = pod
-            .spec
+            .gates
             .iter()
-            .flat_map(|s| s.scheduling_gates.iter().flatten())
-            .filter(|g| g.name != SCHEDULING_GATE)
-            .cloned()
+            .filter(|g| *g != SCHEDULING_GATE)
+            .map(|g| json!({"name": g}))
             .collect();
         let patch = json!({"metadata": {"resourceVersion": pod.resource_version(), "labels": {ALLOCATION_GATE_LABEL: null}},
                 "spec": {"schedulingGates": remaining}});
@@ -128,7 +128,7 @@ impl ClaimWrites<'_> {
     /// (`handleSchedulingFailure` then `updatePod` in `pkg/scheduler/schedule_one.go`, v1.34.4): the
     /// node its victims leave. gpu-controller's gate lifter gives a nominated Pod longer, and the
     /// scheduler prefers that node if the gate is lifted all the same.
-    pub async fn nominate(&self, pod: &Pod, node: &str) -> anyhow::Result<()> {
+    pub async fn nominate<P: Resource>(&self, pod: &P, node: &str) -> anyhow::Result<()> {
         self.fenced().await?;
         let patch = json!({"status": {"nominatedNodeName": node}});
         let params = PatchParams {

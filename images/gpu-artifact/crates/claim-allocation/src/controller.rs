@@ -10,7 +10,7 @@ use std::time::Duration;
 use component_base::{Readiness, Shutdown};
 use controller_plumbing::LeaderElection;
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -25,7 +25,8 @@ use crate::claim_writes::ClaimWrites;
 use crate::engine_feed::EngineFeed;
 use crate::engine_thread::EngineThread;
 use crate::fencing::{Fence, NotLeading};
-use crate::lean_objects::{lean_pod, without_managed_fields};
+use crate::lean_objects::without_managed_fields;
+use crate::lean_pod::LeanPod;
 use crate::metrics::Metrics;
 use crate::node_facts::NodeFactStores;
 use crate::node_watch::watch_nodes;
@@ -43,7 +44,7 @@ pub const READY_GATE: &str = "caches-synced";
 struct Stores {
     claims: ClaimStore,
     classes: Store<DeviceClass>,
-    pods: Store<Pod>,
+    pods: Store<LeanPod>,
     nodes: Store<Node>,
 }
 
@@ -175,7 +176,7 @@ pub async fn run(
             Some((engine.clone(), EngineFeed::class_event)),
             without_managed_fields,
         ),
-        pods: watch(Api::all(client.clone()), trigger.clone(), None, lean_pod),
+        pods: watch(Api::all(client.clone()), trigger.clone(), None, |_| {}),
         nodes: watch_nodes(&client, trigger.clone()),
     };
     let mut slices = watch_slices(Api::all(client.clone()), trigger.clone(), engine.clone());

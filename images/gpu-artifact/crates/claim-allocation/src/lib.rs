@@ -23,6 +23,7 @@ pub mod engine_feed;
 pub mod engine_thread;
 pub mod fencing;
 pub mod lean_objects;
+pub mod lean_pod;
 pub mod metrics;
 mod mps_tenancy;
 pub mod node_facts;

@@ -14,8 +14,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::lean_pod::LeanPod;
+
 use dra_cel::Quantity;
-use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, Node, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
 /// What NodeResourcesFit compares of a Pod and a node, CPU in millicores, memory in bytes.
@@ -86,22 +88,6 @@ pub fn pod_requests(spec: &PodSpec) -> Requests {
     total
 }
 
-/// The requests `pod_requests` computed, as pod-level requests: what a lean Pod keeps of its
-/// containers, overhead and resources (`pod_requests` of the result is the same).
-pub fn as_pod_level(requests: Requests) -> Option<k8s_openapi::api::core::v1::ResourceRequirements> {
-    let mut list = std::collections::BTreeMap::new();
-    if requests.milli_cpu != 0 {
-        list.insert("cpu".to_owned(), ApiQuantity(format!("{}m", requests.milli_cpu)));
-    }
-    if requests.memory != 0 {
-        list.insert("memory".to_owned(), ApiQuantity(requests.memory.to_string()));
-    }
-    (!list.is_empty()).then(|| k8s_openapi::api::core::v1::ResourceRequirements {
-        requests: Some(list),
-        ..Default::default()
-    })
-}
-
 /// What is taken on one node: the requests of the Pods there, and how many there are.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Taken {
@@ -118,16 +104,14 @@ impl Taken {
 }
 
 /// What is taken on each node, by the Pods bound there and not terminated.
-pub fn taken_by_bound_pods(pods: &[Arc<Pod>]) -> HashMap<String, Taken> {
+pub fn taken_by_bound_pods(pods: &[Arc<LeanPod>]) -> HashMap<String, Taken> {
     let mut taken: HashMap<String, Taken> = HashMap::new();
     for pod in pods {
-        let Some(spec) = pod.spec.as_ref() else { continue };
-        let Some(node) = spec.node_name.as_ref() else { continue };
-        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-        if matches!(phase, Some("Succeeded" | "Failed")) {
+        let Some(node) = pod.node_name.as_ref() else { continue };
+        if pod.terminated {
             continue;
         }
-        taken.entry(node.clone()).or_default().count(pod_requests(spec));
+        taken.entry(node.clone()).or_default().count(pod.requests);
     }
     taken
 }

@@ -46,24 +46,24 @@ fn pod_level_requests_replace_the_containers_and_overhead_is_added() {
 }
 
 #[test]
-fn a_lean_pods_requests_are_read_back_alike() {
-    let full = spec(json!({
+fn a_lean_pod_keeps_the_requests_of_its_spec() {
+    let full = json!({
         "initContainers": [container("init", "3", "1Gi")],
         "containers": [container("a", "1500m", "2Gi")],
-        "overhead": {"memory": "100Mi"}}));
-    let lean = PodSpec {
-        resources: as_pod_level(pod_requests(&full)),
-        ..PodSpec::default()
-    };
-    assert_eq!(pod_requests(&lean), pod_requests(&full));
-    assert_eq!(as_pod_level(Requests::default()), None);
+        "overhead": {"memory": "100Mi"}});
+    let lean: LeanPod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": full})).unwrap();
+    assert_eq!(lean.requests, pod_requests(&spec(full)));
+    assert_eq!(
+        lean.requests,
+        requests(3000, 2 * 1024 * 1024 * 1024 + 100 * 1024 * 1024)
+    );
 }
 
 fn node(allocatable: Value) -> Node {
     serde_json::from_value(json!({"metadata": {"name": "n"}, "status": {"allocatable": allocatable}})).unwrap()
 }
 
-fn bound(node: &str, cpu: &str, phase: &str) -> Arc<Pod> {
+fn bound(node: &str, cpu: &str, phase: &str) -> Arc<LeanPod> {
     Arc::new(
         serde_json::from_value(json!({"metadata": {"name": "p"},
             "spec": {"nodeName": node, "containers": [container("c", cpu, "1Gi")]},

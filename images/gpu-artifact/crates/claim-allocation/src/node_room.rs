@@ -7,9 +7,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 
-use crate::node_fit::{Requests, Taken, fits, pod_requests, taken_by_bound_pods};
+use crate::lean_pod::LeanPod;
+use crate::node_fit::{Requests, Taken, fits, taken_by_bound_pods};
 use crate::pod_nodes::pod_may_run_on;
 
 /// Pods whose claims this controller allocated on a node, by uid: the node and the requests.
@@ -20,23 +21,15 @@ pub struct NodeRoom {
     taken: HashMap<String, Taken>,
 }
 
-fn uid(pod: &Pod) -> Option<&str> {
-    pod.metadata.uid.as_deref()
-}
-
 impl NodeRoom {
     /// The room left by `pods` (the round's lean Pods) and the Pods still `pinned` but not bound;
     /// forgets pinned Pods that are bound, terminated or gone.
-    pub fn of(pods: &[Arc<Pod>], pinned: &mut PinnedPods) -> NodeRoom {
+    pub fn of(pods: &[Arc<LeanPod>], pinned: &mut PinnedPods) -> NodeRoom {
         let mut taken = taken_by_bound_pods(pods);
         let waiting: HashSet<&str> = pods
             .iter()
-            .filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_none()))
-            .filter(|p| {
-                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-                !matches!(phase, Some("Succeeded" | "Failed"))
-            })
-            .filter_map(|p| uid(p))
+            .filter(|p| p.node_name.is_none() && !p.terminated)
+            .filter_map(|p| p.metadata.uid.as_deref())
             .collect();
         pinned.0.retain(|uid, _| waiting.contains(uid.as_str()));
         for (node, requests) in pinned.0.values() {
@@ -47,8 +40,8 @@ impl NodeRoom {
 
     /// The names of the `nodes` `pod` may run on: its node constraints allow it and its requests
     /// fit what is left.
-    pub fn nodes_for(&self, pod: &Pod, nodes: &[Arc<Node>]) -> HashSet<String> {
-        let requests = pod.spec.as_ref().map(pod_requests).unwrap_or_default();
+    pub fn nodes_for(&self, pod: &LeanPod, nodes: &[Arc<Node>]) -> HashSet<String> {
+        let requests = pod.requests;
         nodes
             .iter()
             .filter(|node| pod_may_run_on(pod, node))
@@ -61,10 +54,10 @@ impl NodeRoom {
     }
 
     /// Counts `pod` on `node` from now on: its claims were allocated there.
-    pub fn pin(&mut self, pod: &Pod, node: &str, pinned: &mut PinnedPods) {
-        let requests = pod.spec.as_ref().map(pod_requests).unwrap_or_default();
+    pub fn pin(&mut self, pod: &LeanPod, node: &str, pinned: &mut PinnedPods) {
+        let requests = pod.requests;
         self.taken.entry(node.to_owned()).or_default().count(requests);
-        if let Some(uid) = uid(pod) {
+        if let Some(uid) = pod.metadata.uid.as_deref() {
             pinned.0.insert(uid.to_owned(), (node.to_owned(), requests));
         }
     }

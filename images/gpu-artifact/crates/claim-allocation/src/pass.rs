@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dra_allocator::claim_id;
-use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim};
 use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
@@ -15,13 +15,14 @@ use kube::{Resource, ResourceExt};
 use crate::claim_store::ClaimStore;
 use crate::claim_writes::{ClaimWrites, Written};
 use crate::engine_thread::EngineThread;
+use crate::lean_pod::LeanPod;
 use crate::metrics::{AllocationLabels, Metrics, add_counts, allocation_counts};
 use crate::node_room::{NodeRoom, PinnedPods};
 use crate::note_events::NoteEvents;
 use crate::pending_claims::Placement;
 use crate::pending_notes::PendingNotes;
 use crate::pending_reason::NodeFacts;
-use crate::preemption_state::{Preemptions, priority};
+use crate::preemption_state::Preemptions;
 use crate::releases::Releases;
 use crate::selection::plan;
 use crate::stored_claims::{AllocatedClaim, StoredClaim};
@@ -34,7 +35,7 @@ const SEEN_WITHIN: Duration = Duration::from_secs(1);
 pub struct Snapshot {
     pub claims: Vec<StoredClaim>,
     pub classes: Vec<Arc<DeviceClass>>,
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<Arc<LeanPod>>,
     /// Lean Nodes (see `pod_nodes::lean_node`): where a gated Pod may run.
     pub nodes: Vec<Arc<Node>>,
     pub facts: NodeFacts,
@@ -129,7 +130,7 @@ impl Round<'_> {
         let mut room = NodeRoom::of(&snapshot.pods, &mut self.memory.pinned);
         // Highest priority first, so a preemptor takes the devices its victims gave back before
         // any Pod it outranks (see `preemption_state`).
-        work.gated.sort_by_key(|g| std::cmp::Reverse(priority(&g.pod)));
+        work.gated.sort_by_key(|g| std::cmp::Reverse(g.pod.priority));
         let gated_uids = work
             .gated
             .iter()

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dra_allocator::{AllocationError, Allocator, Explanation, claim_id};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use kube::{Resource, ResourceExt};
 
 use crate::engine_thread::EnginePanic;
+use crate::lean_pod::LeanPod;
 use crate::mps_tenancy::{confined, foreign_mps_cards, others_mps_results};
 use crate::pass::{Round, RoundEnd, Snapshot, claim_key, reference};
 use crate::pending_reason::{Unallocated, mig_classes, pending_reason, truncated};
@@ -91,7 +92,7 @@ impl Round<'_> {
         &mut self,
         claim: &Arc<ResourceClaim>,
         place: Placement,
-        pod: Option<&Pod>,
+        pod: Option<&LeanPod>,
         snapshot: &Snapshot,
         end: &mut RoundEnd,
     ) -> anyhow::Result<Option<AllocationResult>> {
@@ -150,7 +151,7 @@ impl Round<'_> {
     pub(crate) async fn explain_pending(
         &mut self,
         claim: &Arc<ResourceClaim>,
-        pod: Option<&Pod>,
+        pod: Option<&LeanPod>,
         place: &Placement,
         snapshot: &Snapshot,
         end: &mut RoundEnd,
@@ -205,7 +206,7 @@ impl Round<'_> {
     async fn tell(
         &mut self,
         claim: &ResourceClaim,
-        pod: Option<&Pod>,
+        pod: Option<&LeanPod>,
         why: &Unallocated,
         note: Option<String>,
         snapshot: &Snapshot,

@@ -7,9 +7,11 @@
 
 use dra_allocator::tolerates_taint;
 use k8s_openapi::api::core::v1::{
-    Node, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, Taint, Toleration,
+    Node, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Taint, Toleration,
 };
 use kube::core::ObjectMeta;
+
+use crate::lean_pod::{LeanPod, Placement};
 
 /// The taint the scheduler treats a cordoned node as having.
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
@@ -41,7 +43,7 @@ pub fn lean_node(node: &mut Node) {
 }
 
 /// The names of the `nodes` `pod` may run on.
-pub fn nodes_for(pod: &Pod, nodes: &[std::sync::Arc<Node>]) -> std::collections::HashSet<String> {
+pub fn nodes_for(pod: &LeanPod, nodes: &[std::sync::Arc<Node>]) -> std::collections::HashSet<String> {
     nodes
         .iter()
         .filter(|node| pod_may_run_on(pod, node))
@@ -50,27 +52,21 @@ pub fn nodes_for(pod: &Pod, nodes: &[std::sync::Arc<Node>]) -> std::collections:
 }
 
 /// Whether `pod` may run on `node` by its node name, selector, required affinity and tolerations.
-pub fn pod_may_run_on(pod: &Pod, node: &Node) -> bool {
-    let Some(spec) = pod.spec.as_ref() else {
-        return true;
-    };
+pub fn pod_may_run_on(pod: &LeanPod, node: &Node) -> bool {
     let name = node.metadata.name.as_deref().unwrap_or_default();
-    if spec.node_name.as_deref().is_some_and(|wanted| wanted != name) {
+    if pod.node_name.as_deref().is_some_and(|wanted| wanted != name) {
         return false;
     }
+    let no_constraints = Placement::default();
+    let placement = pod.placement.as_deref().unwrap_or(&no_constraints);
     let labels = node.metadata.labels.clone().unwrap_or_default();
-    let selected = spec
+    let selected = placement
         .node_selector
         .iter()
-        .flatten()
         .all(|(key, value)| labels.get(key) == Some(value));
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
+    let required = placement.required_node_affinity.as_ref();
     let affine = required.is_none_or(|r| r.node_selector_terms.iter().any(|t| term_matches(t, name, &labels)));
-    let tolerations = spec.tolerations.as_deref().unwrap_or_default();
+    let tolerations = &placement.tolerations;
     let node_spec = node.spec.as_ref();
     let taints = node_spec.and_then(|s| s.taints.as_deref()).unwrap_or_default();
     let cordon = Taint {

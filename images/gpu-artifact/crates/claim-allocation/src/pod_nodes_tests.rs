@@ -1,4 +1,4 @@
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
 use super::*;
@@ -7,7 +7,7 @@ fn node(name: &str, labels: Value, spec: Value) -> Node {
     serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "spec": spec})).unwrap()
 }
 
-fn pod(spec: Value) -> Pod {
+fn pod(spec: Value) -> LeanPod {
     let mut spec = spec;
     spec["containers"] = json!([{"name": "main"}]);
     serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})).unwrap()

@@ -16,10 +16,11 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::api::{EvictParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
+use crate::lean_pod::LeanPod;
 use crate::metrics::PreemptionLabels;
 use crate::pass::{Round, RoundEnd, Snapshot};
 use crate::preemption_search::{Candidate, HeldClaim, Holder, NodeHolders, choose_victims};
-use crate::preemption_state::{Nomination, REFUSAL_MEMORY, allocated_id, may_preempt, priority};
+use crate::preemption_state::{Nomination, REFUSAL_MEMORY, allocated_id};
 use crate::selection::GatedPod;
 use crate::stored_claims::AllocatedClaim;
 
@@ -117,7 +118,7 @@ impl Round<'_> {
     ) -> anyhow::Result<()> {
         let pod = &gated.pod;
         let uid = pod.uid().unwrap_or_default();
-        if !self.memory.preemption.enabled || !may_preempt(pod) || gated.claims.is_empty() {
+        if !self.memory.preemption.enabled || !pod.may_preempt || gated.claims.is_empty() {
             return Ok(());
         }
         if let Some(wait) = self.memory.preemption.refusals_expire_in(Instant::now()) {
@@ -143,7 +144,7 @@ impl Round<'_> {
             .flat_map(|c| c.reservers.iter().map(|r| &**r))
             .collect();
         let mut input = Arc::new(SearchInput {
-            priority: priority(pod),
+            priority: pod.priority,
             claims: gated.claims.clone(),
             allocated: snapshot.claims.iter().filter_map(|c| c.allocated()).cloned().collect(),
             holders: snapshot
@@ -227,7 +228,7 @@ impl Round<'_> {
     }
 
     /// Evicts the victims the dry run allowed, tells both sides and nominates the preemptor.
-    async fn evicted(&mut self, pod: &Pod, candidate: Candidate, released: BTreeSet<String>) -> anyhow::Result<()> {
+    async fn evicted(&mut self, pod: &LeanPod, candidate: Candidate, released: BTreeSet<String>) -> anyhow::Result<()> {
         let refused = self.evict_all(&candidate, false).await?;
         let preemptor = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
         let evicted: Vec<Holder> = candidate
@@ -239,8 +240,7 @@ impl Round<'_> {
         for victim in &evicted {
             let note = format!(
                 "preempted by {preemptor} (priority {}) to free GPUs on node {}",
-                priority(pod),
-                candidate.node
+                pod.priority, candidate.node
             );
             tracing::info!(pod = %victim.pod, %note);
             self.events
@@ -266,7 +266,7 @@ impl Round<'_> {
         let claims = if refused.is_empty() { released } else { BTreeSet::new() };
         let nomination = Nomination {
             node: candidate.node,
-            priority: priority(pod),
+            priority: pod.priority,
             victims: evicted.iter().map(|v| v.uid.clone()).collect(),
             claims,
         };
@@ -282,7 +282,7 @@ impl Round<'_> {
     }
 
     /// Tells the preemptor why it waits: the evictions it needs are refused.
-    async fn blocked(&self, pod: &Pod, why: &str) {
+    async fn blocked(&self, pod: &LeanPod, why: &str) {
         let note = format!("cannot preempt: {why}; waiting");
         tracing::info!(pod = %pod.name_any(), %note);
         let labels = PreemptionLabels {

@@ -13,9 +13,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
+use crate::lean_pod::LeanPod;
 use crate::preemption_search::Holder;
 use crate::stored_claims::{AllocatedClaim, StoredClaim};
 
@@ -48,16 +48,6 @@ pub struct Preemptions {
     refused: HashMap<String, Instant>,
 }
 
-/// A Pod's priority (`spec.priority`, set by the API server's Priority admission; 0 without a class).
-pub fn priority(pod: &Pod) -> i32 {
-    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
-}
-
-/// True when the Pod may preempt others (`preemptionPolicy` is not `Never`).
-pub fn may_preempt(pod: &Pod) -> bool {
-    pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref()) != Some("Never")
-}
-
 /// An engine's id of an allocated claim (its uid, else `namespace/name`: `dra_allocator::claim_id`).
 pub fn allocated_id(claim: &AllocatedClaim) -> String {
     match &*claim.uid {
@@ -75,8 +65,8 @@ impl Preemptions {
     }
 
     /// Removes from `nodes` those nominated to another Pod of equal or higher priority than `pod`.
-    pub fn withhold(&self, pod: &Pod, nodes: &mut HashSet<String>) {
-        let (uid, priority) = (pod.uid().unwrap_or_default(), priority(pod));
+    pub fn withhold(&self, pod: &LeanPod, nodes: &mut HashSet<String>) {
+        let (uid, priority) = (pod.uid().unwrap_or_default(), pod.priority);
         for (nominee, nomination) in &self.nominations {
             if *nominee != uid && nomination.priority >= priority {
                 nodes.remove(&nomination.node);
@@ -100,16 +90,16 @@ impl Preemptions {
     /// `PodEligibleToPreemptOthers` (pkg/scheduler/framework/plugins/defaultpreemption), the
     /// victims are the Pods of lower priority on the nominated node that are terminating; the
     /// claims are the allocated ones they reserve.
-    pub fn adopt(&mut self, pod: &Pod, pods: &[Arc<Pod>], claims: &[StoredClaim]) {
+    pub fn adopt(&mut self, pod: &LeanPod, pods: &[Arc<LeanPod>], claims: &[StoredClaim]) {
         let uid = pod.uid().unwrap_or_default();
-        let nominated = pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref());
+        let nominated = pod.nominated_node_name.as_deref();
         let Some(node) = nominated.filter(|_| !self.nominations.contains_key(&uid)) else {
             return;
         };
         let victims: BTreeSet<String> = pods
             .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_some() && priority(p) < priority(pod))
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+            .filter(|p| p.metadata.deletion_timestamp.is_some() && p.priority < pod.priority)
+            .filter(|p| p.node_name.as_deref() == Some(node))
             .filter_map(|p| p.metadata.uid.clone())
             .collect();
         let claims = claims
@@ -120,7 +110,7 @@ impl Preemptions {
             .collect();
         let nomination = Nomination {
             node: node.to_owned(),
-            priority: priority(pod),
+            priority: pod.priority,
             victims,
             claims,
         };
@@ -153,14 +143,14 @@ impl Preemptions {
     }
 
     /// What the search knows of a Pod that reserves claims on a node.
-    pub fn holder(&self, pod: &Pod) -> Holder {
+    pub fn holder(&self, pod: &LeanPod) -> Holder {
         let uid = pod.uid().unwrap_or_default();
         Holder {
             pod: format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()),
             evictable: !self.refused.contains_key(&uid),
             uid,
-            priority: priority(pod),
-            started: pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0),
+            priority: pod.priority,
+            started: pod.start_time.as_ref().map(|t| t.0),
         }
     }
 }

@@ -1,7 +1,7 @@
 use super::*;
 use serde_json::json;
 
-fn pod(uid: &str, priority: i32, policy: Option<&str>) -> Pod {
+fn pod(uid: &str, priority: i32, policy: Option<&str>) -> LeanPod {
     serde_json::from_value(json!({"metadata": {"name": uid, "namespace": "ns", "uid": uid},
         "spec": {"containers": [], "priority": priority, "preemptionPolicy": policy},
         "status": {"startTime": "2026-11-29T10:00:00Z"}}))
@@ -22,7 +22,7 @@ fn a_nominated_node_is_withheld_from_pods_the_preemptor_outranks_or_equals() {
     let mut preemptions = Preemptions::default();
     preemptions.nominate("trainer", nomination("n1", 1000));
     let nodes = || HashSet::from(["n1".to_owned(), "n2".to_owned()]);
-    let allowed = |pod: &Pod| {
+    let allowed = |pod: &LeanPod| {
         let mut nodes = nodes();
         preemptions.withhold(pod, &mut nodes);
         let mut nodes: Vec<_> = nodes.into_iter().collect();
@@ -75,17 +75,17 @@ fn refused_pods_are_passed_over_until_the_refusal_expires() {
 
 #[test]
 fn never_preempting_pods_and_priorities_are_read_from_the_spec() {
-    assert!(!may_preempt(&pod("p", 1000, Some("Never"))));
-    assert!(may_preempt(&pod("p", 1000, Some("PreemptLowerPriority"))));
+    assert!(!pod("p", 1000, Some("Never")).may_preempt);
+    assert!(pod("p", 1000, Some("PreemptLowerPriority")).may_preempt);
     let holder = Preemptions::default().holder(&pod("p", 7, None));
     assert_eq!((holder.pod.as_str(), holder.priority), ("ns/p", 7));
     assert_eq!(holder.started, Some("2026-11-29T10:00:00Z".parse().unwrap()));
 }
 
 /// A Pod on `node`, terminating if `terminating`.
-fn on_node(uid: &str, priority: i32, node: &str, terminating: bool) -> Arc<Pod> {
+fn on_node(uid: &str, priority: i32, node: &str, terminating: bool) -> Arc<LeanPod> {
     let mut pod = pod(uid, priority, None);
-    pod.spec.as_mut().unwrap().node_name = Some(node.to_owned());
+    pod.node_name = Some(node.to_owned());
     if terminating {
         pod.metadata.deletion_timestamp = Some(serde_json::from_value(json!("2026-11-29T11:00:00Z")).unwrap());
     }
@@ -107,7 +107,7 @@ fn reserved_by(uid: &str, reserver: &str, node: &str) -> StoredClaim {
 #[test]
 fn a_new_leader_reads_the_nomination_back_and_waits_for_the_terminating_victims() {
     let mut trainer = pod("trainer", 1000, None);
-    trainer.status.as_mut().unwrap().nominated_node_name = Some("n1".to_owned());
+    trainer.nominated_node_name = Some("n1".to_owned());
     let pods = [
         on_node("gone-soon", 0, "n1", true),
         on_node("running", 0, "n1", false),
@@ -138,7 +138,7 @@ fn a_new_leader_reads_the_nomination_back_and_waits_for_the_terminating_victims(
     assert_eq!(nodes, HashSet::from(["n2".to_owned()]), "the node is held for it");
 
     // Its own nomination is never replaced by what the status says.
-    trainer.status.as_mut().unwrap().nominated_node_name = Some("n2".to_owned());
+    trainer.nominated_node_name = Some("n2".to_owned());
     preemptions.adopt(&trainer, &pods, &claims);
     assert_eq!(preemptions.nomination("trainer").unwrap().node, "n1");
     let mut plain = Preemptions::default();

@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim};
 use kube::ResourceExt;
 
+use crate::lean_pod::LeanPod;
 use crate::stored_claims::StoredClaim;
 
 /// Pods with this scheduling gate wait for us to allocate their claims.
@@ -25,14 +26,23 @@ pub use gpu_api::labels::SCHEDULING_GATE;
 /// Another gate means another actor holds the Pod (Kueue's `kueue.x-k8s.io/admission` until its
 /// queue admits it): GPUs allocated to it then would sit idle while Pods that could run wait.
 pub fn gate_is_last(pod: &Pod) -> bool {
-    let mut gates = pod.spec.iter().flat_map(|s| s.scheduling_gates.iter().flatten());
+    only_our_gates(
+        pod.spec
+            .iter()
+            .flat_map(|s| s.scheduling_gates.iter().flatten())
+            .map(|g| g.name.as_str()),
+    )
+}
+
+/// True when `gates` (a Pod's scheduling gate names) are ours alone, and there is one.
+pub fn only_our_gates<'a>(mut gates: impl Iterator<Item = &'a str>) -> bool {
     let first = gates.next();
-    first.is_some_and(|g| g.name == SCHEDULING_GATE) && gates.all(|g| g.name == SCHEDULING_GATE)
+    first == Some(SCHEDULING_GATE) && gates.all(|g| g == SCHEDULING_GATE)
 }
 
 /// A Pod whose last gate is ours, and its claims, all created and none allocated yet.
 pub struct GatedPod {
-    pub pod: Arc<Pod>,
+    pub pod: Arc<LeanPod>,
     pub claims: Vec<Arc<ResourceClaim>>,
 }
 
@@ -41,15 +51,7 @@ pub struct Work {
     pub gated: Vec<GatedPod>,
     /// Unallocated claims of our driver whose (ungated) Pod the scheduler found unschedulable,
     /// with the Pod: not ours to allocate, but their users are told why they fit nowhere.
-    pub unschedulable: Vec<(Arc<Pod>, Arc<ResourceClaim>)>,
-}
-
-/// True when the scheduler gave up on the Pod for now (PodScheduled False, Unschedulable).
-fn unschedulable(pod: &Pod) -> bool {
-    pod.status
-        .iter()
-        .flat_map(|s| s.conditions.iter().flatten())
-        .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+    pub unschedulable: Vec<(Arc<LeanPod>, Arc<ResourceClaim>)>,
 }
 
 /// A class is ours when it selects our driver or configures it; claims of other drivers are left
@@ -92,19 +94,15 @@ pub fn is_our_claim(claim: &ResourceClaim, classes: &HashMap<String, Arc<DeviceC
 
 /// The claim names a Pod uses, directly or made from its templates (as the controller-manager
 /// reports them in the Pod's status).
-fn pod_claim_names(pod: &Pod) -> (Vec<String>, bool) {
+fn pod_claim_names(pod: &LeanPod) -> (Vec<String>, bool) {
     let mut names = vec![];
     let mut complete = true;
-    let statuses = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.resource_claim_statuses.clone())
-        .unwrap_or_default();
-    for claim in pod.spec.iter().flat_map(|s| s.resource_claims.iter().flatten()) {
+    for claim in &pod.claims {
         if let Some(name) = &claim.resource_claim_name {
             names.push(name.clone());
         } else if claim.resource_claim_template_name.is_some() {
-            match statuses
+            match pod
+                .claim_statuses
                 .iter()
                 .find(|s| s.name == claim.name)
                 .and_then(|s| s.resource_claim_name.clone())
@@ -117,25 +115,21 @@ fn pod_claim_names(pod: &Pod) -> (Vec<String>, bool) {
     (names, complete)
 }
 
-pub fn plan(claims: &[StoredClaim], pods: &[Arc<Pod>], classes: &HashMap<String, Arc<DeviceClass>>) -> Work {
+pub fn plan(claims: &[StoredClaim], pods: &[Arc<LeanPod>], classes: &HashMap<String, Arc<DeviceClass>>) -> Work {
     let by_key: HashMap<(&str, &str), &StoredClaim> = claims.iter().map(|c| ((c.namespace(), c.name()), c)).collect();
     let mut work = Work::default();
     for pod in pods {
         let namespace = pod.namespace().unwrap_or_default();
         let (names, complete) = pod_claim_names(pod);
-        let gated = pod
-            .spec
-            .iter()
-            .flat_map(|s| s.scheduling_gates.iter().flatten())
-            .any(|g| g.name == SCHEDULING_GATE);
-        if !gated && unschedulable(pod) {
+        let gated = pod.gates.iter().any(|g| g == SCHEDULING_GATE);
+        if !gated && pod.unschedulable {
             let waiting = names
                 .iter()
                 .filter_map(|n| by_key.get(&(namespace.as_str(), n.as_str()))?.pending())
                 .filter(|c| is_our_claim(c, classes));
             work.unschedulable.extend(waiting.map(|c| (pod.clone(), c.clone())));
         }
-        if !gate_is_last(pod) || pod.metadata.deletion_timestamp.is_some() || !complete {
+        if !pod.gate_is_last() || pod.metadata.deletion_timestamp.is_some() || !complete {
             continue;
         }
         let found: Vec<_> = names
@@ -191,7 +185,7 @@ mod tests {
 
     #[test]
     fn only_claims_a_gated_pod_waits_for_are_allocated() {
-        let uses = |pod: &str, claim: &str, gates: serde_json::Value| -> Arc<Pod> {
+        let uses = |pod: &str, claim: &str, gates: serde_json::Value| -> Arc<LeanPod> {
             arc(json!({"metadata": {"name": pod, "namespace": "ns"},
                 "spec": {"containers": [], "schedulingGates": gates,
                          "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]}}))
@@ -226,7 +220,7 @@ mod tests {
 
     #[test]
     fn gated_pods_wait_until_their_template_claims_exist() {
-        let gated = |statuses: serde_json::Value| -> Arc<Pod> {
+        let gated = |statuses: serde_json::Value| -> Arc<LeanPod> {
             arc(json!({"metadata": {"name": "p", "namespace": "ns"},
                 "spec": {"containers": [], "schedulingGates": [{"name": SCHEDULING_GATE}],
                          "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
@@ -248,7 +242,7 @@ mod tests {
 
     #[test]
     fn a_pod_is_ours_only_once_our_gate_is_its_last() {
-        let held = |gates: serde_json::Value| -> Arc<Pod> {
+        let held = |gates: serde_json::Value| -> Arc<LeanPod> {
             arc(json!({"metadata": {"name": "p", "namespace": "ns"},
                 "spec": {"containers": [], "schedulingGates": gates,
                          "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}}))
@@ -273,7 +267,7 @@ mod tests {
                 .unwrap();
             StoredClaim::of(stored)
         };
-        let gated: Arc<Pod> = arc(json!({"metadata": {"name": "p", "namespace": "ns"},
+        let gated: Arc<LeanPod> = arc(json!({"metadata": {"name": "p", "namespace": "ns"},
             "spec": {"containers": [], "schedulingGates": [{"name": SCHEDULING_GATE}],
                      "resourceClaims": [{"name": "gpu", "resourceClaimName": "going"}]}}));
         let work = plan(&[deleted("going")], &[gated], &classes());
@@ -282,7 +276,7 @@ mod tests {
 
     #[test]
     fn claims_of_unschedulable_pods_are_explained_not_allocated() {
-        let pod = |name: &str, claim: &str, reason: &str| -> Arc<Pod> {
+        let pod = |name: &str, claim: &str, reason: &str| -> Arc<LeanPod> {
             arc(json!({"metadata": {"name": name, "namespace": "ns"},
                 "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]},
                 "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason}]}}))
