@@ -43,7 +43,8 @@ pub fn lean_claim(claim: &mut ResourceClaim) {
     }
 }
 
-fn exact<T>(mut list: Vec<T>) -> Vec<T> {
+/// `list` without spare room.
+pub(crate) fn exact<T>(mut list: Vec<T>) -> Vec<T> {
     list.shrink_to_fit();
     list
 }

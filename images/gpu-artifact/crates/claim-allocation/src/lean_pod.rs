@@ -21,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::{NamespaceResourceScope, ObjectMeta};
 use serde::Deserialize;
 
+use crate::lean_objects::exact;
 use crate::node_fit::{Requests, pod_requests};
 
 /// The fields of a Pod the controller reads; decoded from a Pod's JSON (`serde(from = "Pod")`),
@@ -115,11 +116,6 @@ fn lean_status(status: PodStatus) -> LeanPod {
         nominated_node_name: status.nominated_node_name,
         ..LeanPod::default()
     }
-}
-
-fn exact<T>(mut list: Vec<T>) -> Vec<T> {
-    list.shrink_to_fit();
-    list
 }
 
 impl LeanPod {
