@@ -43,11 +43,23 @@ async fn reaches_the_expected_status(test: &str, fixture: NamedHost, expected_fi
     assert_eq!(status, want);
 
     // Several NVML re-reads later, nothing has been written: the object did not change and the
-    // handler sent no write request (its own count, logged after every pass).
-    let before = (
-        s.gpus.get(&s.name).await.unwrap().resource_version(),
-        write_requests(&handler),
-    );
+    // handler sent no write request (its own count, logged after every pass). The pass that wrote
+    // the status logs its count (of the handler's life) once its writes are answered, so the API
+    // server can show the status before that line exists (a loaded run saw none yet): the line is
+    // waited for.
+    let written = wait_until(
+        "the writing pass's count in the log",
+        Duration::from_secs(10),
+        || async {
+            Ok(match write_requests(&handler) {
+                Some(count) if count > 0 => Progress::Done(count),
+                other => Progress::Pending(format!("last count {other:?}")),
+            })
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n--- handler log ---\n{}", handler.log()));
+    let before = (s.gpus.get(&s.name).await.unwrap().resource_version(), Some(written));
     assert_eq!(
         before.1,
         Some(1),
