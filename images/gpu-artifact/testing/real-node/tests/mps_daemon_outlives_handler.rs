@@ -11,7 +11,7 @@
 
 mod support;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use real_node::node::RealNode;
 use serde_json::Value;
 use support::module::wait_module_ready;
@@ -35,12 +35,7 @@ async fn daemon_pod(client: &kube::Client) -> (String, String, i32, String) {
             let [pod] = &pods[..] else {
                 return Ok(Progress::Pending(format!("{} mirror Pods: {seen:?}", pods.len())));
             };
-            let statuses = pod
-                .status
-                .clone()
-                .unwrap_or_default()
-                .container_statuses
-                .unwrap_or_default();
+            let statuses = container_statuses(pod);
             let running = statuses
                 .first()
                 .filter(|c| c.container_id.is_some() && c.state.as_ref().is_some_and(|s| s.running.is_some()));
@@ -49,10 +44,7 @@ async fn daemon_pod(client: &kube::Client) -> (String, String, i32, String) {
                     pod.metadata.uid.clone().unwrap_or_default(),
                     container.container_id.clone().unwrap_or_default(),
                     container.restart_count,
-                    pod.spec
-                        .as_ref()
-                        .and_then(|s| s.containers[0].image.clone())
-                        .unwrap_or_default(),
+                    image(pod),
                 )),
                 None => Progress::Pending(format!("{seen:?}")),
             })
@@ -86,14 +78,16 @@ async fn client_still_connected(client: &kube::Client, ns: &str, after: u64, eve
     .unwrap();
 }
 
-fn restarts(pod: &Pod) -> i32 {
-    let statuses = pod
-        .status
+fn container_statuses(pod: &Pod) -> Vec<ContainerStatus> {
+    pod.status
         .clone()
         .unwrap_or_default()
         .container_statuses
-        .unwrap_or_default();
-    statuses
+        .unwrap_or_default()
+}
+
+fn restarts(pod: &Pod) -> i32 {
+    container_statuses(pod)
         .iter()
         .find(|c| c.name == "gpu-handler")
         .map_or(0, |c| c.restart_count)
